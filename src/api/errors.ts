@@ -1,0 +1,114 @@
+/**
+ * Canonical errors (AIP-193): a code, a message safe to show to callers, and
+ * `google.rpc` details — always an ErrorInfo with a stable UPPER_SNAKE reason,
+ * plus BadRequest field violations for INVALID_ARGUMENT and ResourceInfo for
+ * NOT_FOUND / ALREADY_EXISTS. Domain code throws these; the error interceptor
+ * turns anything else into a bare INTERNAL.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  BadRequest_FieldViolationSchema,
+  BadRequestSchema,
+  ErrorInfoSchema,
+  ResourceInfoSchema,
+} from "../../gen/google/rpc/error_details_pb.js";
+
+/** The `domain` of every ErrorInfo this service emits. */
+export const ERROR_DOMAIN = "switchboard";
+
+export interface FieldViolation {
+  /** Path of the field in the request, proto names: `regulatory_listing.address.postal_code`. */
+  field: string;
+  /** What is wrong with it, for people. */
+  description: string;
+  /** Optional machine-readable reason, e.g. `string.max_len`. */
+  reason?: string;
+}
+
+type Details = ConstructorParameters<typeof ConnectError>[3];
+
+function errorInfo(reason: string, metadata: Record<string, string> = {}) {
+  return { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason, domain: ERROR_DOMAIN, metadata }) };
+}
+
+/** INVALID_ARGUMENT naming every bad field. */
+export function invalidArgument(violations: FieldViolation[], message?: string): ConnectError {
+  const text =
+    message ??
+    (violations.length === 1
+      ? `${violations[0]!.field}: ${violations[0]!.description}`
+      : `invalid request: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`);
+  const badRequest = create(BadRequestSchema, {
+    fieldViolations: violations.map((v) =>
+      create(BadRequest_FieldViolationSchema, {
+        field: v.field,
+        description: v.description,
+        reason: v.reason ?? "",
+      }),
+    ),
+  });
+  return new ConnectError(text, Code.InvalidArgument, undefined, [
+    errorInfo("INVALID_ARGUMENT", { violations: String(violations.length) }),
+    { desc: BadRequestSchema, value: badRequest },
+  ] satisfies Details);
+}
+
+/** Shorthand for one bad field. */
+export function badField(field: string, description: string, reason?: string): ConnectError {
+  return invalidArgument([reason === undefined ? { field, description } : { field, description, reason }]);
+}
+
+function resourceInfo(resourceType: string, resourceName: string, description: string) {
+  return {
+    desc: ResourceInfoSchema,
+    value: create(ResourceInfoSchema, { resourceType, resourceName, description }),
+  };
+}
+
+/** NOT_FOUND for a named resource. */
+export function notFound(resourceType: string, resourceName: string): ConnectError {
+  return new ConnectError(`${resourceName} not found`, Code.NotFound, undefined, [
+    errorInfo("RESOURCE_NOT_FOUND", { resource: resourceName }),
+    resourceInfo(resourceType, resourceName, "not found"),
+  ]);
+}
+
+/** ALREADY_EXISTS, e.g. a unique field taken. */
+export function alreadyExists(
+  resourceType: string,
+  resourceName: string,
+  message: string,
+  metadata: Record<string, string> = {},
+): ConnectError {
+  return new ConnectError(message, Code.AlreadyExists, undefined, [
+    errorInfo("RESOURCE_ALREADY_EXISTS", { resource: resourceName, ...metadata }),
+    resourceInfo(resourceType, resourceName, message),
+  ]);
+}
+
+/** FAILED_PRECONDITION with a stable reason, e.g. `LISTING_IN_USE`. */
+export function failedPrecondition(
+  reason: string,
+  message: string,
+  metadata: Record<string, string> = {},
+): ConnectError {
+  return new ConnectError(message, Code.FailedPrecondition, undefined, [errorInfo(reason, metadata)]);
+}
+
+/** UNIMPLEMENTED: a feature that is not built yet says so. */
+export function unimplemented(what: string): ConnectError {
+  return new ConnectError(`${what} is not implemented yet`, Code.Unimplemented, undefined, [
+    errorInfo("NOT_IMPLEMENTED", { feature: what }),
+  ]);
+}
+
+/** Any other canonical error with a reason. */
+export function rpcError(
+  code: Code,
+  reason: string,
+  message: string,
+  metadata: Record<string, string> = {},
+): ConnectError {
+  return new ConnectError(message, code, undefined, [errorInfo(reason, metadata)]);
+}

@@ -1,0 +1,38 @@
+/**
+ * The protovalidate interceptor for the whole router: every request message
+ * is checked against the `buf.validate` rules of its schema before any
+ * handler runs. Violations become INVALID_ARGUMENT with a BadRequest naming
+ * each field by its proto path (`regulatory_listing.address.address_lines[0]`).
+ * Rules that depend on other data (region-dependent postcodes, URI kinds,
+ * required-on-create) live in the domain layer and use the same error shape.
+ */
+import { pathToString } from "@bufbuild/protobuf/reflect";
+import { createValidator, type Validator } from "@bufbuild/protovalidate";
+import type { Interceptor } from "@connectrpc/connect";
+import type { DescMessage, Message } from "@bufbuild/protobuf";
+import { type FieldViolation, invalidArgument } from "./errors.js";
+
+export function validateMessage(validator: Validator, desc: DescMessage, message: Message): void {
+  const result = validator.validate(desc, message);
+  if (result.kind === "valid") return;
+  if (result.kind === "invalid") {
+    const violations: FieldViolation[] = result.error.violations.map((v) => ({
+      field: pathToString(v.field) || desc.name,
+      description: v.forKey ? `key ${v.message}` : v.message,
+      reason: v.ruleId,
+    }));
+    throw invalidArgument(violations);
+  }
+  // A rule that could not be evaluated is a defect of ours, not the caller's.
+  throw result.error;
+}
+
+export function createValidationInterceptor(validator: Validator = createValidator()): Interceptor {
+  return (next) => (req) => {
+    if (!req.stream) {
+      validateMessage(validator, req.method.input, req.message);
+      return next(req);
+    }
+    return next(req);
+  };
+}

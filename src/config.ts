@@ -1,0 +1,71 @@
+/**
+ * Every setting of the service, read from the environment once and
+ * validated. Nothing else in src/ reads process.env.
+ */
+import { resolve } from "node:path";
+
+export interface Config {
+  /** TCP port of the one port serving every transport. */
+  port: number;
+  /** Address to bind; 127.0.0.1 by default so a fresh start is not exposed. */
+  host: string;
+  /** PostgreSQL URL; when absent the embedded PGlite database is used. */
+  databaseUrl: string | undefined;
+  /** Where the embedded database and other local state live. */
+  dataDir: string;
+  /** TLS certificate and key (PEM files); both or neither. */
+  tls: { certFile: string; keyFile: string } | undefined;
+  /** Browser origins allowed by CORS; `*` allows any. */
+  corsAllowedOrigins: string[];
+  /** pino log level. */
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+function int(env: NodeJS.ProcessEnv, key: string, fallback: number, min: number, max: number): number {
+  const raw = env[key];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${key} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+function list(raw: string | undefined, fallback: string[]): string[] {
+  if (raw === undefined) return fallback;
+  return raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const certFile = env.TLS_CERT_FILE || undefined;
+  const keyFile = env.TLS_KEY_FILE || undefined;
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new ConfigError("TLS_CERT_FILE and TLS_KEY_FILE must be set together");
+  }
+  const logLevel = env.LOG_LEVEL || "info";
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
+  }
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError("DATABASE_URL must be a postgres:// or postgresql:// URL");
+  }
+  return {
+    port: int(env, "PORT", 8080, 0, 65535),
+    host: env.HOST || "127.0.0.1",
+    databaseUrl,
+    dataDir: resolve(env.DATA_DIR || "./data"),
+    tls: certFile && keyFile ? { certFile, keyFile } : undefined,
+    corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS, ["*"]),
+    logLevel,
+  };
+}
