@@ -18,9 +18,9 @@ import { dirname, join } from "node:path";
 import { isFieldSet } from "@bufbuild/protobuf";
 import {
   type DescriptorProto,
-  FieldDescriptorProtoSchema,
   type EnumDescriptorProto,
   type FieldDescriptorProto,
+  FieldDescriptorProtoSchema,
   FieldDescriptorProto_Label as Label,
   FieldDescriptorProto_Type as Type,
 } from "@bufbuild/protobuf/wkt";
@@ -102,7 +102,8 @@ function field(f: FieldDescriptorProto, indent: string, inOneof: boolean): strin
   return `${indent}${label}${typeName(f)} ${f.name} = ${f.number}${opts.length ? ` [${opts.join(", ")}]` : ""};`;
 }
 
-const inOneof = (f: FieldDescriptorProto) => isFieldSet(f, FieldDescriptorProtoSchema.field.oneofIndex) && !f.proto3Optional;
+const inOneof = (f: FieldDescriptorProto) =>
+  isFieldSet(f, FieldDescriptorProtoSchema.field.oneofIndex) && !f.proto3Optional;
 
 function enumText(e: EnumDescriptorProto, indent: string): string[] {
   return [
@@ -126,7 +127,8 @@ function message(m: DescriptorProto, indent: string): string[] {
     for (const f of m.field) if (inOneof(f) && f.oneofIndex === i) lines.push(field(f, `${inner}  `, true));
     lines.push(`${inner}}`);
   });
-  for (const r of m.extensionRange) lines.push(`${inner}extensions ${r.start} to ${r.end - 1 >= 536870911 ? "max" : r.end - 1};`);
+  for (const r of m.extensionRange)
+    lines.push(`${inner}extensions ${r.start} to ${r.end - 1 >= 536870911 ? "max" : r.end - 1};`);
   for (const r of m.reservedRange) lines.push(`${inner}reserved ${r.start} to ${r.end - 1};`);
   for (const n of m.reservedName) lines.push(`${inner}reserved "${n}";`);
   lines.push(`${indent}}`);

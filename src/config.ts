@@ -19,6 +19,12 @@ export interface Config {
   corsAllowedOrigins: string[];
   /** pino log level. */
   logLevel: string;
+  /**
+   * The operator token (SWITCHBOARD_OPERATOR_TOKEN): every permission
+   * everywhere plus the admin API. Unset on the embedded database: generated
+   * on first start and kept in the data directory.
+   */
+  operatorToken: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -41,6 +47,19 @@ function list(raw: string | undefined, fallback: string[]): string[] {
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s !== "");
+}
+
+function operatorToken(raw: string | undefined, databaseUrl: string | undefined): string | undefined {
+  if (raw === undefined || raw === "") {
+    if (databaseUrl !== undefined) {
+      throw new ConfigError("SWITCHBOARD_OPERATOR_TOKEN must be set when DATABASE_URL is set");
+    }
+    return undefined;
+  }
+  if (raw.length < 16 || /\s/.test(raw)) {
+    throw new ConfigError("SWITCHBOARD_OPERATOR_TOKEN must be at least 16 characters without spaces");
+  }
+  return raw;
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -67,5 +86,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS, ["*"]),
     logLevel,
+    operatorToken: operatorToken(env.SWITCHBOARD_OPERATOR_TOKEN, databaseUrl),
   };
 }

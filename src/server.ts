@@ -2,24 +2,34 @@
  * build() assembles the application from configuration and injected
  * dependencies; listening happens only when this file is run as main.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
+import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { createErrorInterceptor } from "./api/error-interceptor.js";
 import { createValidationInterceptor } from "./api/validation.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
 import { createLogger, type Logger } from "./log.js";
 import { buildServices, type ServiceEntry } from "./services.js";
+import { withCors } from "./transport/cors.js";
+import { chainFallbacks, type Fallback } from "./transport/fallback.js";
+import { withGrpcMessageEncoding } from "./transport/grpc-message.js";
+import { createHealthHttp, createHealthService, HealthStatus } from "./transport/health.js";
+import { createOnePortServer, type OnePortServer } from "./transport/one-port.js";
+import { createReflectionServices } from "./transport/reflection.js";
+import { createRestHandler, writeNotFound } from "./transport/rest/index.js";
+import type { NodeHandlerFn } from "./transport/types.js";
 
 export interface App {
   config: Config;
   log: Logger;
   services: ServiceEntry[];
   /** The request handler of the one port: Connect, gRPC, gRPC-Web, REST, health. */
-  handler: (req: IncomingMessage, res: ServerResponse) => void;
+  handler: NodeHandlerFn;
   /** Starts listening; resolves with the bound address. */
   listen(port?: number, host?: string): Promise<AddressInfo>;
   /** Stops listening and releases every resource. */
@@ -30,39 +40,83 @@ export interface BuildOptions {
   config?: Config;
   clock?: Clock;
   log?: Logger;
+  /** Extra condition for `GET /readyz` (the database answers, for instance). */
+  readiness?: () => Promise<boolean>;
+  /** Replaces the services buildServices() would build (tests). */
+  services?: ServiceEntry[];
 }
 
 export async function build(options: BuildOptions = {}): Promise<App> {
   const config = options.config ?? loadConfig();
   const log = options.log ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
-  const services = buildServices({ config, clock, log });
+  const services = options.services ?? buildServices({ config, clock, log });
 
   const interceptors: Interceptor[] = [createErrorInterceptor(log), createValidationInterceptor()];
+  // Standard services of the port: health (every served name SERVING) and
+  // reflection (listing everything on the router, itself included).
+  const reflection = createReflectionServices([...services.map((s) => s.desc), Health]);
+  const health = new HealthStatus(reflection.index.serviceNames);
   const routes = (router: ConnectRouter) => {
     for (const s of services) router.service(s.desc, s.impl);
+    router.service(Health, createHealthService(health));
+    router.service(reflectionV1.ServerReflection, reflection.v1);
+    router.service(reflectionV1alpha.ServerReflection, reflection.v1alpha);
   };
-  const handler = connectNodeAdapter({ routes, interceptors });
+  // Requests for no RPC path go down this chain: each link answers (returns
+  // true) or passes (returns false); nobody answering means 404.
+  const fallbacks: Fallback[] = [
+    createHealthHttp(health, { readiness: options.readiness }), // GET /healthz, /readyz
+    // google.api.http paths, through the same services and interceptors
+    createRestHandler({ services, routes, interceptors, log }),
+    (req, res) => {
+      writeNotFound(req, res); // 404 in the REST error shape
+      return true;
+    },
+  ];
+  // Aborted on close(): long-running handlers (streams) see ctx.signal abort.
+  const shutdown = new AbortController();
+  const handler = withCors(
+    withGrpcMessageEncoding(
+      connectNodeAdapter({
+        routes,
+        interceptors,
+        shutdownSignal: shutdown.signal,
+        fallback: chainFallbacks(fallbacks, {
+          onError: (err, req) => log.error({ err, url: req.url }, "fallback handler failed"),
+        }),
+      }),
+    ),
+    { allowedOrigins: config.corsAllowedOrigins },
+  );
 
-  let server: Server | undefined;
+  let server: OnePortServer | undefined;
   return {
     config,
     log,
     services,
     handler,
     async listen(port = config.port, host = config.host) {
-      server = createServer(handler);
-      await new Promise<void>((resolve, reject) => {
-        server!.once("error", reject);
-        server!.listen(port, host, () => resolve());
+      if (server) throw new Error("already listening");
+      const s = createOnePortServer({
+        handler,
+        tls: config.tls,
+        onError: (err) => log.error({ err }, "listening socket error"),
       });
-      return server.address() as AddressInfo;
+      const address = await s.listen(port, host);
+      server = s;
+      return address;
     },
     async close() {
-      if (server) {
-        const s = server;
-        server = undefined;
-        await new Promise<void>((resolve) => s.close(() => resolve()));
+      // Health watchers hear NOT_SERVING; in-flight requests get the grace
+      // period; whatever still runs after that is told to stop.
+      health.shutdown();
+      const s = server;
+      server = undefined;
+      try {
+        await s?.close();
+      } finally {
+        shutdown.abort();
       }
     },
   };

@@ -29,7 +29,10 @@ export interface FieldViolation {
 type Details = ConstructorParameters<typeof ConnectError>[3];
 
 function errorInfo(reason: string, metadata: Record<string, string> = {}) {
-  return { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason, domain: ERROR_DOMAIN, metadata }) };
+  return {
+    desc: ErrorInfoSchema,
+    value: create(ErrorInfoSchema, { reason, domain: ERROR_DOMAIN, metadata }),
+  };
 }
 
 /** INVALID_ARGUMENT naming every bad field. */

@@ -6,10 +6,11 @@
  * Rules that depend on other data (region-dependent postcodes, URI kinds,
  * required-on-create) live in the domain layer and use the same error shape.
  */
+
+import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import type { Interceptor } from "@connectrpc/connect";
-import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { type FieldViolation, invalidArgument } from "./errors.js";
 
 export function validateMessage(validator: Validator, desc: DescMessage, message: Message): void {

@@ -1,0 +1,158 @@
+/**
+ * Authentication and authorization for every method on every transport
+ * (REST reaches the same interceptors). Order: the method's policy, the
+ * credential (UNAUTHENTICATED when missing, unknown or disabled), then the
+ * permission on every project the request names (PERMISSION_DENIED) — all
+ * before any lookup of the resource, so a caller without the permission
+ * learns nothing about whether it exists.
+ */
+import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { ERROR_DOMAIN, notFound } from "../api/errors.js";
+import { expandBinding, METHOD_POLICIES, type MethodPolicy } from "./permissions.js";
+import { hashSecret, keyIdOf, safeEqual } from "./secrets.js";
+
+export type Principal =
+  | { kind: "operator" }
+  | { kind: "apiKey"; keyId: string; grants: ReadonlyMap<string, ReadonlySet<string>> };
+
+export interface StoredKey {
+  secretHash: string;
+  disabled: boolean;
+  bindings: { projectId: string; roles: string[]; permissions: string[] }[];
+}
+
+/** What authentication needs from storage. */
+export interface CredentialStore {
+  findApiKey(keyId: string): Promise<StoredKey | undefined>;
+  /** The ids among `ids` that name no existing project. */
+  missingProjects(ids: string[]): Promise<string[]>;
+}
+
+export const principalKey = createContextKey<Principal | undefined>(undefined, {
+  description: "the authenticated caller",
+});
+
+function reasonError(code: Code, reason: string, message: string, metadata: Record<string, string> = {}) {
+  return new ConnectError(message, code, undefined, [
+    { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason, domain: ERROR_DOMAIN, metadata }) },
+  ]);
+}
+
+export function unauthenticated(reason: string, message: string): ConnectError {
+  return reasonError(Code.Unauthenticated, reason, message);
+}
+
+function denied(permission: string, resource: string): ConnectError {
+  return reasonError(
+    Code.PermissionDenied,
+    "PERMISSION_DENIED",
+    `permission '${permission}' denied on '${resource}' (or it does not exist)`,
+    { permission, resource },
+  );
+}
+
+/** The project id of a resource name `projects/{id}[/...]`. */
+export function projectOf(name: string): string | undefined {
+  const m = /^projects\/([^/]+)(?:\/|$)/.exec(name);
+  return m?.[1];
+}
+
+/** Reads a string at a proto-name field path, e.g. `regulatory_listing.name`. */
+export function readPath(desc: DescMessage, message: Message, path: string): string {
+  let d: DescMessage | undefined = desc;
+  let m: unknown = message;
+  for (const part of path.split(".")) {
+    const field: DescField | undefined = d?.fields.find((f) => f.name === part);
+    if (!field || m === undefined || m === null) return "";
+    m = (m as Record<string, unknown>)[field.localName];
+    d = field.fieldKind === "message" ? field.message : undefined;
+  }
+  return typeof m === "string" ? m : "";
+}
+
+export function bearer(header: string | null): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  return m?.[1];
+}
+
+export interface AuthOptions {
+  operatorToken: string;
+  store: CredentialStore;
+}
+
+export class Authenticator {
+  constructor(private readonly options: AuthOptions) {}
+
+  async authenticate(authorization: string | null): Promise<Principal> {
+    const secret = bearer(authorization);
+    if (secret === undefined) {
+      throw unauthenticated(
+        "CREDENTIALS_MISSING",
+        "missing credentials: send 'Authorization: Bearer <api key secret>'",
+      );
+    }
+    if (safeEqual(secret, this.options.operatorToken)) return { kind: "operator" };
+    const keyId = keyIdOf(secret);
+    const stored = keyId === undefined ? undefined : await this.options.store.findApiKey(keyId);
+    if (!keyId || !stored || !safeEqual(hashSecret(secret), stored.secretHash)) {
+      throw unauthenticated("CREDENTIALS_INVALID", "invalid credentials");
+    }
+    if (stored.disabled) throw unauthenticated("API_KEY_DISABLED", "the API key is disabled");
+    const grants = new Map<string, Set<string>>();
+    for (const b of stored.bindings) {
+      const set = grants.get(b.projectId) ?? new Set<string>();
+      for (const p of expandBinding(b.roles, b.permissions)) set.add(p);
+      grants.set(b.projectId, set);
+    }
+    return { kind: "apiKey", keyId, grants };
+  }
+
+  /** Throws unless `principal` may call a method with `policy` on `request`. */
+  async authorize(
+    principal: Principal,
+    policy: MethodPolicy,
+    desc: DescMessage,
+    request: Message,
+  ): Promise<void> {
+    const names = policy.projects.map((p) => readPath(desc, request, p));
+    if (principal.kind === "operator") {
+      const ids = [...new Set(names.map(projectOf).filter((id): id is string => id !== undefined))];
+      if (ids.length > 0) {
+        const missing = await this.options.store.missingProjects(ids);
+        if (missing.length > 0) throw notFound("admin.switchboard/Project", `projects/${missing[0]}`);
+      }
+      return;
+    }
+    const permission = policy.permission;
+    if (permission === null) throw denied("operator", "the admin API");
+    if (policy.projects.length === 0) {
+      for (const perms of principal.grants.values()) if (perms.has(permission)) return;
+      throw denied(permission, "any project");
+    }
+    for (const name of names) {
+      const id = projectOf(name);
+      if (id === undefined || !principal.grants.get(id)?.has(permission)) {
+        throw denied(permission, id === undefined ? name || "(no resource)" : `projects/${id}`);
+      }
+    }
+  }
+}
+
+export function createAuthInterceptor(auth: Authenticator): Interceptor {
+  return (next) => async (req) => {
+    const policy = METHOD_POLICIES[`${req.service.typeName}/${req.method.name}`];
+    if (policy === undefined) {
+      throw reasonError(Code.PermissionDenied, "NO_POLICY", "method has no permission policy");
+    }
+    if (policy.public) return next(req);
+    const principal = await auth.authenticate(req.header.get("authorization"));
+    if (req.stream) throw reasonError(Code.PermissionDenied, "NO_POLICY", "streaming method needs a policy");
+    await auth.authorize(principal, policy, req.method.input, req.message);
+    req.contextValues.set(principalKey, principal);
+    return next(req);
+  };
+}
