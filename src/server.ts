@@ -6,13 +6,17 @@ import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { sql } from "drizzle-orm";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import { createErrorInterceptor } from "./api/error-interceptor.js";
-import { createValidationInterceptor } from "./api/validation.js";
+import { createInterceptors } from "./api/interceptors.js";
+import { Authenticator } from "./auth/interceptor.js";
+import { firstStartHint, type OperatorToken, resolveOperatorToken } from "./auth/operator-token.js";
+import { DbCredentialStore } from "./auth/store.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
+import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
 import { createLogger, type Logger } from "./log.js";
 import { buildServices, type ServiceEntry } from "./services.js";
 import { withCors } from "./transport/cors.js";
@@ -26,6 +30,8 @@ import type { NodeHandlerFn } from "./transport/types.js";
 
 export interface App {
   config: Config;
+  /** The operator token in force, and whether this start generated it. */
+  operatorToken: OperatorToken;
   log: Logger;
   services: ServiceEntry[];
   /** The request handler of the one port: Connect, gRPC, gRPC-Web, REST, health. */
@@ -44,15 +50,40 @@ export interface BuildOptions {
   readiness?: () => Promise<boolean>;
   /** Replaces the services buildServices() would build (tests). */
   services?: ServiceEntry[];
+  /**
+   * The database to use; build() migrates it but close() leaves it open.
+   * Without one, build() opens (and close() closes) the database the config
+   * names.
+   */
+  db?: Db;
 }
 
 export async function build(options: BuildOptions = {}): Promise<App> {
   const config = options.config ?? loadConfig();
   const log = options.log ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
-  const services = options.services ?? buildServices({ config, clock, log });
+  let owned: Database | undefined;
+  let db = options.db;
+  if (db === undefined) {
+    owned = await openDatabase(config);
+    db = owned.db;
+  }
+  try {
+    if (owned) await owned.migrate();
+    else if (db) await migrateDb(db);
+  } catch (err) {
+    await owned?.close();
+    throw err;
+  }
+  const database = db!;
+  const services = options.services ?? buildServices({ config, clock, log, db: database });
+  const operatorToken = resolveOperatorToken(config);
+  const authenticator = new Authenticator({
+    operatorToken: operatorToken.token,
+    store: new DbCredentialStore(database),
+  });
 
-  const interceptors: Interceptor[] = [createErrorInterceptor(log), createValidationInterceptor()];
+  const interceptors: Interceptor[] = createInterceptors(log, authenticator);
   // Standard services of the port: health (every served name SERVING) and
   // reflection (listing everything on the router, itself included).
   const reflection = createReflectionServices([...services.map((s) => s.desc), Health]);
@@ -66,7 +97,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   // Requests for no RPC path go down this chain: each link answers (returns
   // true) or passes (returns false); nobody answering means 404.
   const fallbacks: Fallback[] = [
-    createHealthHttp(health, { readiness: options.readiness }), // GET /healthz, /readyz
+    // GET /healthz, /readyz (ready when the database answers)
+    createHealthHttp(health, { readiness: options.readiness ?? (() => databaseAnswers(database)) }),
     // google.api.http paths, through the same services and interceptors
     createRestHandler({ services, routes, interceptors, log }),
     (req, res) => {
@@ -93,6 +125,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   let server: OnePortServer | undefined;
   return {
     config,
+    operatorToken,
     log,
     services,
     handler,
@@ -117,15 +150,30 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await s?.close();
       } finally {
         shutdown.abort();
+        await owned?.close();
+        owned = undefined;
       }
     },
   };
 }
 
+/** Readiness: the database answers a trivial query. */
+async function databaseAnswers(db: Db): Promise<boolean> {
+  try {
+    await db.execute(sql`select 1`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<void> {
   const app = await build();
   const address = await app.listen();
-  app.log.info({ address: `${address.address}:${address.port}` }, "switchboard listening");
+  const baseUrl = `${app.config.tls ? "https" : "http"}://${address.address}:${address.port}`;
+  app.log.info({ address: baseUrl }, "switchboard listening");
+  // Shown once, on the start that generated it; never logged.
+  if (app.operatorToken.generated) process.stdout.write(`${firstStartHint(app.operatorToken, baseUrl)}\n`);
   const stop = async () => {
     await app.close();
     process.exit(0);

@@ -1,29 +1,33 @@
 /**
  * The outermost interceptor: a ConnectError passes through unchanged; any
  * other throwable is a defect, logged with its stack and answered as a bare
- * INTERNAL so that no internal message reaches a caller.
+ * INTERNAL so that no internal message reaches a caller. Every call is
+ * logged at debug level with its procedure, outcome and duration — never its
+ * headers or body, so credentials cannot reach the log.
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 
 export function createErrorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
+    const started = performance.now();
+    const procedure = `${req.service.typeName}/${req.method.name}`;
     try {
-      return await next(req);
+      const res = await next(req);
+      if (log.isLevelEnabled("debug")) {
+        log.debug({ procedure, code: "ok", ms: Math.round(performance.now() - started) }, "rpc");
+      }
+      return res;
     } catch (err) {
-      if (err instanceof ConnectError) {
-        if (err.code === Code.Internal || err.code === Code.Unknown) {
-          log.error({ err, procedure: req.method.name }, "internal error");
-          return internal();
+      const ms = Math.round(performance.now() - started);
+      if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) {
+        if (log.isLevelEnabled("debug")) {
+          log.debug({ procedure, code: Code[err.code], reason: err.rawMessage, ms }, "rpc");
         }
         throw err;
       }
-      log.error({ err, procedure: req.method.name }, "unhandled error");
-      return internal();
+      log.error({ err, procedure, ms }, "internal error");
+      throw new ConnectError("internal error", Code.Internal);
     }
   };
-}
-
-function internal(): never {
-  throw new ConnectError("internal error", Code.Internal);
 }

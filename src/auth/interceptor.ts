@@ -7,8 +7,9 @@
  * learns nothing about whether it exists.
  */
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
-import { create } from "@bufbuild/protobuf";
+import { create, getOption } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { resource } from "../../gen/google/api/resource_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ERROR_DOMAIN, notFound } from "../api/errors.js";
 import { expandBinding, METHOD_POLICIES, type MethodPolicy } from "./permissions.js";
@@ -60,6 +61,25 @@ export function projectOf(name: string): string | undefined {
   return m?.[1];
 }
 
+/**
+ * Whether `name`, read at `path`, fits the `google.api.resource` pattern of
+ * the message holding the field (the `name` of a resource in an Update).
+ * Request-level names and parents have protovalidate patterns instead and
+ * are always considered here.
+ */
+function matchesResourcePattern(desc: DescMessage, path: string, name: string): boolean {
+  const parts = path.split(".");
+  let holder: DescMessage | undefined = desc;
+  for (const part of parts.slice(0, -1)) {
+    const field: DescField | undefined = holder?.fields.find((f) => f.name === part);
+    holder = field?.fieldKind === "message" ? field.message : undefined;
+  }
+  if (holder === undefined || parts.length === 1) return true;
+  const patterns = getOption(holder, resource).pattern;
+  if (patterns.length === 0) return true;
+  return patterns.some((p) => new RegExp(`^${p.replace(/\{[^}]+\}/g, "[^/]+")}$`).test(name));
+}
+
 /** Reads a string at a proto-name field path, e.g. `regulatory_listing.name`. */
 export function readPath(desc: DescMessage, message: Message, path: string): string {
   let d: DescMessage | undefined = desc;
@@ -87,6 +107,10 @@ export interface AuthOptions {
 export class Authenticator {
   constructor(private readonly options: AuthOptions) {}
 
+  get store(): CredentialStore {
+    return this.options.store;
+  }
+
   async authenticate(authorization: string | null): Promise<Principal> {
     const secret = bearer(authorization);
     if (secret === undefined) {
@@ -111,22 +135,14 @@ export class Authenticator {
     return { kind: "apiKey", keyId, grants };
   }
 
-  /** Throws unless `principal` may call a method with `policy` on `request`. */
-  async authorize(
-    principal: Principal,
-    policy: MethodPolicy,
-    desc: DescMessage,
-    request: Message,
-  ): Promise<void> {
+  /**
+   * Throws unless `principal` may call a method with `policy` on `request`.
+   * Synchronous on purpose: it reads nothing (the permissions came with the
+   * credential), and a caller cannot forget to await it.
+   */
+  authorize(principal: Principal, policy: MethodPolicy, desc: DescMessage, request: Message): void {
+    if (principal.kind === "operator") return;
     const names = policy.projects.map((p) => readPath(desc, request, p));
-    if (principal.kind === "operator") {
-      const ids = [...new Set(names.map(projectOf).filter((id): id is string => id !== undefined))];
-      if (ids.length > 0) {
-        const missing = await this.options.store.missingProjects(ids);
-        if (missing.length > 0) throw notFound("admin.switchboard/Project", `projects/${missing[0]}`);
-      }
-      return;
-    }
     const permission = policy.permission;
     if (permission === null) throw denied("operator", "the admin API");
     if (policy.projects.length === 0) {
@@ -151,8 +167,36 @@ export function createAuthInterceptor(auth: Authenticator): Interceptor {
     if (policy.public) return next(req);
     const principal = await auth.authenticate(req.header.get("authorization"));
     if (req.stream) throw reasonError(Code.PermissionDenied, "NO_POLICY", "streaming method needs a policy");
-    await auth.authorize(principal, policy, req.method.input, req.message);
+    auth.authorize(principal, policy, req.method.input, req.message);
     req.contextValues.set(principalKey, principal);
+    return next(req);
+  };
+}
+
+/**
+ * After validation: the projects a request names exist. An API key's
+ * bindings only ever name existing projects (deleting a project deletes its
+ * bindings), so only the operator, who may name any project, is checked —
+ * one indexed lookup, after the request was found well-formed.
+ */
+export function createProjectExistsInterceptor(store: CredentialStore): Interceptor {
+  return (next) => async (req) => {
+    const principal = req.contextValues.get(principalKey);
+    const policy = METHOD_POLICIES[`${req.service.typeName}/${req.method.name}`];
+    if (principal?.kind === "operator" && policy && policy.projects.length > 0 && !req.stream) {
+      const ids = new Set<string>();
+      for (const path of policy.projects) {
+        const name = readPath(req.method.input, req.message, path);
+        // A malformed name is the handler's INVALID_ARGUMENT, not a missing project.
+        if (!matchesResourcePattern(req.method.input, path, name)) continue;
+        const id = projectOf(name);
+        if (id !== undefined) ids.add(id);
+      }
+      if (ids.size > 0) {
+        const missing = await store.missingProjects([...ids]);
+        if (missing.length > 0) throw notFound("admin.switchboard/Project", `projects/${missing[0]}`);
+      }
+    }
     return next(req);
   };
 }

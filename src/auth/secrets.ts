@@ -43,5 +43,8 @@ export function safeEqual(a: string, b: string): boolean {
 
 /** The first characters of a secret, safe to show in lists. */
 export function secretPrefix(secret: string): string {
-  return `${secret.slice(0, secret.lastIndexOf("_") + 5)}…`;
+  // The random part is base64url and may itself contain "_": cut after the
+  // key id's delimiter, never at the last "_".
+  const m = /^(sb_[a-z0-9]+_)([A-Za-z0-9_-]{4})/.exec(secret);
+  return m ? `${m[1]}${m[2]}…` : "…";
 }

@@ -1,0 +1,50 @@
+import { eq, inArray } from "drizzle-orm";
+import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.js";
+import type { Db } from "../db/client.js";
+import { type NewProjectRow, type ProjectRow, projects } from "../db/schema/admin.js";
+
+export class ProjectsRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Inserts; returns undefined when the id is taken. */
+  async insert(row: NewProjectRow): Promise<ProjectRow | undefined> {
+    const [created] = await this.db.insert(projects).values(row).onConflictDoNothing().returning();
+    return created;
+  }
+
+  async get(id: string): Promise<ProjectRow | undefined> {
+    const [row] = await this.db.select().from(projects).where(eq(projects.id, id));
+    return row;
+  }
+
+  async list(after: PagePosition | undefined, limit: number): Promise<ProjectRow[]> {
+    return this.db
+      .select()
+      .from(projects)
+      .where(keysetAfter(projects.createTime, projects.id, after))
+      .orderBy(...keysetOrder(projects.createTime, projects.id))
+      .limit(limit);
+  }
+
+  async delete(id: string): Promise<ProjectRow | undefined> {
+    const [row] = await this.db.delete(projects).where(eq(projects.id, id)).returning();
+    return row;
+  }
+
+  async setSigningKey(id: string, key: string, at: Date): Promise<ProjectRow | undefined> {
+    const [row] = await this.db
+      .update(projects)
+      .set({ signingKey: key, signingKeyCreateTime: at })
+      .where(eq(projects.id, id))
+      .returning();
+    return row;
+  }
+
+  /** The ids among `ids` with no project. */
+  async missing(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const found = await this.db.select({ id: projects.id }).from(projects).where(inArray(projects.id, ids));
+    const have = new Set(found.map((r) => r.id));
+    return ids.filter((id) => !have.has(id));
+  }
+}

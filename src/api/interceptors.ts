@@ -1,0 +1,25 @@
+/**
+ * The interceptors of every route, in order, shared by the server and by
+ * in-process tests so that both run requests through the same chain:
+ * errors (outermost: anything unexpected becomes a bare INTERNAL), then
+ * authentication and authorization (no lookups), then protovalidate, then
+ * the existence of the projects the request names.
+ */
+import type { Interceptor } from "@connectrpc/connect";
+import {
+  type Authenticator,
+  createAuthInterceptor,
+  createProjectExistsInterceptor,
+} from "../auth/interceptor.js";
+import type { Logger } from "../log.js";
+import { createErrorInterceptor } from "./error-interceptor.js";
+import { createValidationInterceptor } from "./validation.js";
+
+export function createInterceptors(log: Logger, auth: Authenticator): Interceptor[] {
+  return [
+    createErrorInterceptor(log),
+    createAuthInterceptor(auth),
+    createValidationInterceptor(),
+    createProjectExistsInterceptor(auth.store),
+  ];
+}

@@ -1,0 +1,170 @@
+/**
+ * List pagination for every list and search method (AIP-158).
+ *
+ * - `page_size`: 0 means 10; above 100 means 100 (negative values are
+ *   refused by protovalidate before a handler runs).
+ * - Keyset pagination on (create_time desc, id desc) — never OFFSET, so a
+ *   page costs the same wherever it is and rows created or deleted between
+ *   pages neither shift nor repeat the rest. One more row than the page size
+ *   is read to learn whether a next page exists; the last page has an empty
+ *   `next_page_token`.
+ * - Page tokens are opaque (base64url JSON) and carry the position of the
+ *   last row returned plus a hash of the query (method, parent, filters): a
+ *   token used with a different query, or a malformed one, is
+ *   INVALID_ARGUMENT naming `page_token`. Tokens do not expire; the page size
+ *   may change between pages.
+ * - create_time is stored as timestamptz(3) and carried in the token as epoch
+ *   milliseconds, exactly what a JS Date holds, so comparisons are exact.
+ */
+import { createHash } from "node:crypto";
+import { type AnyColumn, desc, type SQL, sql } from "drizzle-orm";
+import { badField } from "./errors.js";
+
+export const DEFAULT_PAGE_SIZE = 10;
+export const MAX_PAGE_SIZE = 100;
+
+/** The keyset position of a row: where the next page starts (exclusive). */
+export interface PagePosition {
+  createTime: Date;
+  id: string;
+}
+
+/** What a list request says about paging. */
+export interface PageRequest {
+  pageSize: number;
+  pageToken: string;
+  /**
+   * Everything the result depends on besides paging: the method, the parent
+   * and every filter. A token is only accepted with the same query.
+   */
+  query: Readonly<Record<string, string | number | boolean>>;
+}
+
+/** A page to read: at most `limit` rows strictly after `after`. */
+export interface Page {
+  limit: number;
+  after: PagePosition | undefined;
+  queryHash: string;
+}
+
+/** A page of results. */
+export interface PageResult<T> {
+  items: T[];
+  nextPageToken: string;
+}
+
+const TOKEN_VERSION = 1;
+const PAGE_TOKEN_FIELD = "page_token";
+
+/** `page_size` as the API defines it. */
+export function effectivePageSize(requested: number): number {
+  if (requested <= 0) return DEFAULT_PAGE_SIZE;
+  return Math.min(requested, MAX_PAGE_SIZE);
+}
+
+/** A stable hash of the query a token is bound to (key order does not matter). */
+export function queryHash(query: PageRequest["query"]): string {
+  const canonical = JSON.stringify(
+    Object.keys(query)
+      .sort()
+      .map((k) => [k, query[k]]),
+  );
+  return createHash("sha256").update(canonical).digest("base64url").slice(0, 22);
+}
+
+interface TokenPayload {
+  v: number;
+  /** create_time of the last row, epoch milliseconds. */
+  t: number;
+  /** id of the last row. */
+  i: string;
+  /** queryHash of the query. */
+  q: string;
+}
+
+export function encodePageToken(position: PagePosition, hash: string): string {
+  const payload: TokenPayload = {
+    v: TOKEN_VERSION,
+    t: position.createTime.getTime(),
+    i: position.id,
+    q: hash,
+  };
+  return Buffer.from(JSON.stringify(payload), "utf8").toString("base64url");
+}
+
+function decodePageToken(token: string): TokenPayload | undefined {
+  if (!/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
+  let payload: unknown;
+  try {
+    payload = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (payload === null || typeof payload !== "object") return undefined;
+  const p = payload as Record<string, unknown>;
+  if (p.v !== TOKEN_VERSION) return undefined;
+  if (typeof p.t !== "number" || !Number.isSafeInteger(p.t) || Number.isNaN(new Date(p.t).getTime())) {
+    return undefined;
+  }
+  if (typeof p.i !== "string" || p.i === "" || p.i.length > 200) return undefined;
+  if (typeof p.q !== "string") return undefined;
+  return { v: p.v, t: p.t, i: p.i, q: p.q };
+}
+
+/** Reads the paging part of a request; throws INVALID_ARGUMENT `page_token` for a bad token. */
+export function startPage(request: PageRequest): Page {
+  const hash = queryHash(request.query);
+  const limit = effectivePageSize(request.pageSize);
+  if (request.pageToken === "") return { limit, after: undefined, queryHash: hash };
+  const payload = decodePageToken(request.pageToken);
+  if (payload === undefined) {
+    throw badField(
+      PAGE_TOKEN_FIELD,
+      "malformed page token; pass a next_page_token unchanged",
+      "page_token.malformed",
+    );
+  }
+  if (payload.q !== hash) {
+    throw badField(
+      PAGE_TOKEN_FIELD,
+      "the page token was issued for a different query; keep parent and filters unchanged while paging",
+      "page_token.query_mismatch",
+    );
+  }
+  return { limit, after: { createTime: new Date(payload.t), id: payload.i }, queryHash: hash };
+}
+
+/**
+ * Turns the rows read for `page` (up to `page.limit + 1`, newest first) into
+ * the page's items and the token of the next page.
+ */
+export function finishPage<T extends PagePosition>(page: Page, rows: T[]): PageResult<T> {
+  if (rows.length <= page.limit) return { items: rows, nextPageToken: "" };
+  const items = rows.slice(0, page.limit);
+  const last = items[items.length - 1]!;
+  return { items, nextPageToken: encodePageToken(last, page.queryHash) };
+}
+
+/** Reads one page with `fetch(after, limit)`, which returns rows in keyset order. */
+export async function readPage<T extends PagePosition>(
+  request: PageRequest,
+  fetch: (after: PagePosition | undefined, limit: number) => Promise<T[]>,
+): Promise<PageResult<T>> {
+  const page = startPage(request);
+  return finishPage(page, await fetch(page.after, page.limit + 1));
+}
+
+/** The keyset condition "strictly after `after`" in (create_time desc, id desc) order. */
+export function keysetAfter(
+  createTime: AnyColumn,
+  id: AnyColumn,
+  after: PagePosition | undefined,
+): SQL | undefined {
+  if (after === undefined) return undefined;
+  return sql`(${createTime}, ${id}) < (${after.createTime.toISOString()}::timestamptz, ${after.id}::text)`;
+}
+
+/** The order of every list: newest first, id as the tie-breaker. */
+export function keysetOrder(createTime: AnyColumn, id: AnyColumn): SQL[] {
+  return [desc(createTime), desc(id)];
+}

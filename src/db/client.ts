@@ -1,0 +1,134 @@
+/**
+ * The database: PGlite (embedded PostgreSQL, in `config.dataDir`) when no
+ * `DATABASE_URL` is configured, otherwise a PostgreSQL server through the
+ * `postgres` driver. Both are exposed as one drizzle type, `Db`, so
+ * repositories never know which one they run on.
+ *
+ * Rules for code using a `Db`:
+ * - Inside `db.transaction(async (tx) => ...)` use `tx` only: PGlite has a
+ *   single connection and a query on the outer `db` deadlocks.
+ * - Write SQL both PostgreSQL 15 and PGlite (PostgreSQL 18) accept.
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import { is } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite, PgliteDatabase } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { drizzle as drizzlePostgres, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
+import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import type { ExtractTablesWithRelations } from "drizzle-orm/relations";
+import postgres from "postgres";
+import type { Config } from "../config.js";
+import * as schema from "./schema/index.js";
+
+export type Schema = typeof schema;
+
+/** A drizzle database on either backend. */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+
+/** The `tx` of `db.transaction(async (tx) => ...)`. */
+export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
+
+/** Either a database or a transaction: what repositories are built on. */
+export type DbOrTx = Db | Tx;
+
+export type Driver = "pglite" | "postgres";
+
+/** An open database and how to release it. */
+export interface Database {
+  db: Db;
+  driver: Driver;
+  /** Applies every pending migration (idempotent). */
+  migrate(): Promise<void>;
+  /** Closes the connection(s). */
+  close(): Promise<void>;
+}
+
+/** Where drizzle-kit writes migrations (`npm run db:generate`); shipped with the sources. */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL("./migrations", import.meta.url));
+
+/** Key of the advisory lock that serialises migrations of replicas starting together. */
+const MIGRATION_LOCK_KEY = 0x5b0a4d;
+
+/** Opens the database `config` names. Does not migrate: call `migrate()`. */
+export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir">): Promise<Database> {
+  if (config.databaseUrl === undefined) {
+    const dataDir = join(config.dataDir, "pgdata");
+    await mkdir(dataDir, { recursive: true });
+    return wrapPglite(await PGlite.create({ dataDir }));
+  }
+  return openPostgres(config.databaseUrl);
+}
+
+/** A Database over an open PGlite instance (for example a clone of a test template). */
+export function wrapPglite(client: PGlite): Database {
+  const db = drizzlePglite({ client, schema });
+  return {
+    db: db as unknown as Db,
+    driver: "pglite",
+    migrate: () => migratePglite(db, { migrationsFolder: MIGRATIONS_FOLDER }),
+    close: () => client.close(),
+  };
+}
+
+/** A Database over a PostgreSQL server. */
+export function openPostgres(url: string): Database {
+  const client = postgres(url, { max: 10, onnotice: () => {} });
+  const db = drizzlePostgres({ client, schema });
+  return {
+    db: db as unknown as Db,
+    driver: "postgres",
+    migrate: () => migratePostgresLocked(url),
+    close: () => client.end({ timeout: 5 }),
+  };
+}
+
+/**
+ * Applies the migrations of `db`, whichever driver it was opened with
+ * (idempotent). Prefer `Database.migrate()`, which on PostgreSQL also
+ * serialises replicas starting together.
+ */
+export async function migrateDb(db: Db): Promise<void> {
+  if (is(db, PgliteDatabase)) {
+    await migratePglite(db as unknown as PgliteDatabase<Schema>, { migrationsFolder: MIGRATIONS_FOLDER });
+    return;
+  }
+  await migratePostgres(db as unknown as PostgresJsDatabase<Schema>, { migrationsFolder: MIGRATIONS_FOLDER });
+}
+
+/**
+ * drizzle's migrator is not safe against several replicas starting at once.
+ * A session-level advisory lock on a one-connection client (so every query
+ * of the migration runs in the session holding the lock) makes the others
+ * wait and then find nothing left to apply.
+ */
+async function migratePostgresLocked(url: string): Promise<void> {
+  const client = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await client`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
+    await migratePostgres(drizzlePostgres({ client, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
+    await client`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`;
+  } finally {
+    // Ending the session also releases the lock if the migration failed.
+    await client.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Whether `err` (or its cause: drizzle wraps driver errors) is a unique
+ * violation, optionally of the named constraint or index.
+ */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  for (let e: unknown = err, depth = 0; e !== null && typeof e === "object" && depth < 5; depth++) {
+    const fields = e as { code?: unknown; constraint?: unknown; constraint_name?: unknown; cause?: unknown };
+    if (fields.code === "23505") {
+      if (constraint === undefined) return true;
+      return fields.constraint === constraint || fields.constraint_name === constraint;
+    }
+    e = fields.cause;
+  }
+  return false;
+}

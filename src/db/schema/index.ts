@@ -1,0 +1,4 @@
+/** The whole database schema, one file per area. */
+export * from "./admin.js";
+export * from "./messaging.js";
+export * from "./numbering.js";

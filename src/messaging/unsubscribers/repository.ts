@@ -1,0 +1,78 @@
+/** Storage of unsubscribers: the `unsubscribers` table, nothing else. */
+import { and, eq } from "drizzle-orm";
+import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
+import type { DbOrTx } from "../../db/client.js";
+import { type NewUnsubscriberRow, unsubscribers as t, type UnsubscriberRow } from "../../db/schema/index.js";
+
+/** The unique index that makes `phone` unique within a project. */
+export const PHONE_UNIQUE_INDEX = "unsubscribers_project_phone_key";
+
+export class UnsubscribersRepository {
+  constructor(private readonly db: DbOrTx) {}
+
+  /** Inserts the row; a number already present in the project violates PHONE_UNIQUE_INDEX. */
+  async insert(row: NewUnsubscriberRow): Promise<UnsubscriberRow> {
+    const [inserted] = await this.db.insert(t).values(row).returning();
+    return inserted!;
+  }
+
+  async find(projectId: string, id: string): Promise<UnsubscriberRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(t)
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)));
+    return row;
+  }
+
+  async findByPhone(projectId: string, phone: string): Promise<UnsubscriberRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(t)
+      .where(and(eq(t.projectId, projectId), eq(t.phone, phone)));
+    return row;
+  }
+
+  /** The project's unsubscribers (only `phone`'s, if given) in keyset order, strictly after `after`. */
+  list(
+    projectId: string,
+    phone: string | undefined,
+    after: PagePosition | undefined,
+    limit: number,
+  ): Promise<UnsubscriberRow[]> {
+    return this.db
+      .select()
+      .from(t)
+      .where(
+        and(
+          eq(t.projectId, projectId),
+          phone === undefined ? undefined : eq(t.phone, phone),
+          keysetAfter(t.createTime, t.id, after),
+        ),
+      )
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(limit);
+  }
+
+  async updateLabels(
+    projectId: string,
+    id: string,
+    labels: Record<string, string>,
+    updateTime: Date,
+  ): Promise<UnsubscriberRow | undefined> {
+    const [row] = await this.db
+      .update(t)
+      .set({ labels, updateTime })
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)))
+      .returning();
+    return row;
+  }
+
+  /** Deletes the unsubscriber and returns it, or undefined when there was none. */
+  async delete(projectId: string, id: string): Promise<UnsubscriberRow | undefined> {
+    const [row] = await this.db
+      .delete(t)
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)))
+      .returning();
+    return row;
+  }
+}

@@ -1,0 +1,88 @@
+/** Storage of regulatory listings: the `regulatory_listings` table, nothing else. */
+import { and, eq, type SQL } from "drizzle-orm";
+import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
+import type { DbOrTx } from "../../db/client.js";
+import {
+  type NewRegulatoryListingRow,
+  type RegulatoryListingRow,
+  regulatoryListings as t,
+} from "../../db/schema/index.js";
+
+export interface ListingSearch {
+  regionCode: string;
+  /** Only verified listings. */
+  verifiedOnly: boolean;
+}
+
+export class RegulatoryListingsRepository {
+  constructor(private readonly db: DbOrTx) {}
+
+  async insert(row: NewRegulatoryListingRow): Promise<RegulatoryListingRow> {
+    const [inserted] = await this.db.insert(t).values(row).returning();
+    return inserted!;
+  }
+
+  async find(projectId: string, id: string): Promise<RegulatoryListingRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(t)
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)));
+    return row;
+  }
+
+  /** The project's listings in keyset order, strictly after `after`. */
+  list(projectId: string, after: PagePosition | undefined, limit: number): Promise<RegulatoryListingRow[]> {
+    return this.page(eq(t.projectId, projectId), after, limit);
+  }
+
+  /** The project's valid listings in a region (verified only, if asked), in keyset order. */
+  search(
+    projectId: string,
+    search: ListingSearch,
+    after: PagePosition | undefined,
+    limit: number,
+  ): Promise<RegulatoryListingRow[]> {
+    return this.page(
+      and(
+        eq(t.projectId, projectId),
+        eq(t.regionCode, search.regionCode),
+        eq(t.valid, true),
+        search.verifiedOnly ? eq(t.verified, true) : undefined,
+      )!,
+      after,
+      limit,
+    );
+  }
+
+  async updateDisplayName(
+    projectId: string,
+    id: string,
+    displayName: string,
+    updateTime: Date,
+  ): Promise<RegulatoryListingRow | undefined> {
+    const [row] = await this.db
+      .update(t)
+      .set({ displayName, updateTime })
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)))
+      .returning();
+    return row;
+  }
+
+  /** Deletes the listing; whether it existed. */
+  async delete(projectId: string, id: string): Promise<boolean> {
+    const rows = await this.db
+      .delete(t)
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)))
+      .returning({ id: t.id });
+    return rows.length > 0;
+  }
+
+  private page(where: SQL, after: PagePosition | undefined, limit: number): Promise<RegulatoryListingRow[]> {
+    return this.db
+      .select()
+      .from(t)
+      .where(and(where, keysetAfter(t.createTime, t.id, after)))
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(limit);
+  }
+}

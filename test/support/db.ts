@@ -1,0 +1,130 @@
+/**
+ * The databases every persistence test runs against: PGlite always, and
+ * PostgreSQL when TEST_DATABASE_URL is set (an admin URL; each test file gets
+ * its own freshly created database there, so parallel runs never collide).
+ *
+ *   describe.each(testDatabases())("Unsubscribers on $name", (backend) => {
+ *     const database = useTestDatabase(backend);
+ *     ...database.db...
+ *   });
+ *
+ * PGlite: a fresh instance takes seconds (initdb), so each vitest worker
+ * creates ONE migrated template, kept on globalThis (it survives from file
+ * to file while the worker does, see vitest.config.ts), and every test file
+ * gets a `clone()` of it.
+ */
+import { randomBytes } from "node:crypto";
+import { PGlite } from "@electric-sql/pglite";
+import postgres from "postgres";
+import { afterAll, beforeAll } from "vitest";
+import { type Db, type Driver, openPostgres, wrapPglite } from "../../src/db/client.js";
+
+export interface TestDatabase {
+  db: Db;
+  close(): Promise<void>;
+}
+
+export interface TestBackend {
+  name: Driver;
+  /** A migrated database of its own for the calling test file. */
+  open(): Promise<TestDatabase>;
+}
+
+const TEMPLATE = Symbol.for("switchboard.test.pgliteTemplate");
+
+function pgliteTemplate(): Promise<PGlite> {
+  const g = globalThis as { [TEMPLATE]?: Promise<PGlite> };
+  g[TEMPLATE] ??= (async () => {
+    const template = await PGlite.create();
+    await wrapPglite(template).migrate();
+    return template;
+  })();
+  return g[TEMPLATE];
+}
+
+/**
+ * PGlite alone: for tests about something other than storage (transports,
+ * say) that still need a database, since build() always uses one.
+ */
+export const pglite: TestBackend = {
+  name: "pglite",
+  async open() {
+    const clone = (await (await pgliteTemplate()).clone()) as PGlite;
+    const database = wrapPglite(clone);
+    return { db: database.db, close: database.close };
+  },
+};
+
+/** A freshly created, empty PostgreSQL database next to the one `adminUrl` names. */
+export async function createScratchDatabase(
+  adminUrl: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
+  const admin = () => postgres(adminUrl, { max: 1, onnotice: () => {} });
+  const name = `sb_test_${randomBytes(8).toString("hex")}`;
+  const sql = admin();
+  try {
+    await sql.unsafe(`create database "${name}"`);
+  } finally {
+    await sql.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const sql = admin();
+      try {
+        await sql.unsafe(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await sql.end();
+      }
+    },
+  };
+}
+
+function postgresBackend(adminUrl: string): TestBackend {
+  return {
+    name: "postgres",
+    async open() {
+      const scratch = await createScratchDatabase(adminUrl);
+      const database = openPostgres(scratch.url);
+      try {
+        await database.migrate();
+      } catch (err) {
+        await database.close();
+        await scratch.drop();
+        throw err;
+      }
+      return {
+        db: database.db,
+        async close() {
+          await database.close();
+          await scratch.drop();
+        },
+      };
+    },
+  };
+}
+
+/** The backends to run against: PGlite, plus PostgreSQL when TEST_DATABASE_URL is set. */
+export function testDatabases(): TestBackend[] {
+  const url = process.env.TEST_DATABASE_URL;
+  return url ? [pglite, postgresBackend(url)] : [pglite];
+}
+
+/** Opens a database of `backend` for the enclosing describe block and closes it after. */
+export function useTestDatabase(backend: TestBackend): { readonly db: Db } {
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    database = await backend.open();
+  }, 120_000);
+  afterAll(async () => {
+    await database?.close();
+  });
+  return {
+    get db() {
+      if (database === undefined) throw new Error("the test database is not open yet (use it inside tests)");
+      return database.db;
+    },
+  };
+}
