@@ -11,8 +11,9 @@ import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { createInterceptors } from "./api/interceptors.js";
-import { Authenticator } from "./auth/interceptor.js";
+import { Authenticator, type Policies } from "./auth/interceptor.js";
 import { firstStartHint, type OperatorToken, resolveOperatorToken } from "./auth/operator-token.js";
+import { METHOD_POLICIES } from "./auth/permissions.js";
 import { DbCredentialStore } from "./auth/store.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
@@ -50,6 +51,8 @@ export interface BuildOptions {
   readiness?: () => Promise<boolean>;
   /** Replaces the services buildServices() would build (tests). */
   services?: ServiceEntry[];
+  /** Policies for methods of `services` that the method table does not know (tests). */
+  extraPolicies?: Policies;
   /**
    * The database to use; build() migrates it but close() leaves it open.
    * Without one, build() opens (and close() closes) the database the config
@@ -83,7 +86,10 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     store: new DbCredentialStore(database),
   });
 
-  const interceptors: Interceptor[] = createInterceptors(log, authenticator);
+  const interceptors: Interceptor[] = createInterceptors(log, authenticator, {
+    ...METHOD_POLICIES,
+    ...options.extraPolicies,
+  });
   // Standard services of the port: health (every served name SERVING) and
   // reflection (listing everything on the router, itself included).
   const reflection = createReflectionServices([...services.map((s) => s.desc), Health]);

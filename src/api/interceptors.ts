@@ -10,16 +10,23 @@ import {
   type Authenticator,
   createAuthInterceptor,
   createProjectExistsInterceptor,
+  type Policies,
 } from "../auth/interceptor.js";
+import { METHOD_POLICIES } from "../auth/permissions.js";
 import type { Logger } from "../log.js";
 import { createErrorInterceptor } from "./error-interceptor.js";
 import { createValidationInterceptor } from "./validation.js";
 
-export function createInterceptors(log: Logger, auth: Authenticator): Interceptor[] {
+/** `policies` defaults to the service's method table (tests may add their own services' policies). */
+export function createInterceptors(
+  log: Logger,
+  auth: Authenticator,
+  policies: Policies = METHOD_POLICIES,
+): Interceptor[] {
   return [
     createErrorInterceptor(log),
-    createAuthInterceptor(auth),
+    createAuthInterceptor(auth, policies),
     createValidationInterceptor(),
-    createProjectExistsInterceptor(auth.store),
+    createProjectExistsInterceptor(auth.store, policies),
   ];
 }

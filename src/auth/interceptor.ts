@@ -75,9 +75,22 @@ function matchesResourcePattern(desc: DescMessage, path: string, name: string): 
     holder = field?.fieldKind === "message" ? field.message : undefined;
   }
   if (holder === undefined || parts.length === 1) return true;
-  const patterns = getOption(holder, resource).pattern;
-  if (patterns.length === 0) return true;
-  return patterns.some((p) => new RegExp(`^${p.replace(/\{[^}]+\}/g, "[^/]+")}$`).test(name));
+  const patterns = resourcePatterns(holder);
+  return patterns.length === 0 || patterns.some((p) => p.test(name));
+}
+
+const patternCache = new WeakMap<DescMessage, RegExp[]>();
+
+/** The `google.api.resource` patterns of a message as regular expressions (compiled once). */
+function resourcePatterns(desc: DescMessage): RegExp[] {
+  let compiled = patternCache.get(desc);
+  if (compiled === undefined) {
+    compiled = getOption(desc, resource).pattern.map(
+      (p) => new RegExp(`^${p.replace(/\{[^}]+\}/g, "[^/]+")}$`),
+    );
+    patternCache.set(desc, compiled);
+  }
+  return compiled;
 }
 
 /** Reads a string at a proto-name field path, e.g. `regulatory_listing.name`. */
@@ -158,9 +171,15 @@ export class Authenticator {
   }
 }
 
-export function createAuthInterceptor(auth: Authenticator): Interceptor {
+/** Method policies by `package.Service/Method`. */
+export type Policies = Readonly<Record<string, MethodPolicy>>;
+
+export function createAuthInterceptor(
+  auth: Authenticator,
+  policies: Policies = METHOD_POLICIES,
+): Interceptor {
   return (next) => async (req) => {
-    const policy = METHOD_POLICIES[`${req.service.typeName}/${req.method.name}`];
+    const policy = policies[`${req.service.typeName}/${req.method.name}`];
     if (policy === undefined) {
       throw reasonError(Code.PermissionDenied, "NO_POLICY", "method has no permission policy");
     }
@@ -179,10 +198,13 @@ export function createAuthInterceptor(auth: Authenticator): Interceptor {
  * bindings), so only the operator, who may name any project, is checked —
  * one indexed lookup, after the request was found well-formed.
  */
-export function createProjectExistsInterceptor(store: CredentialStore): Interceptor {
+export function createProjectExistsInterceptor(
+  store: CredentialStore,
+  policies: Policies = METHOD_POLICIES,
+): Interceptor {
   return (next) => async (req) => {
     const principal = req.contextValues.get(principalKey);
-    const policy = METHOD_POLICIES[`${req.service.typeName}/${req.method.name}`];
+    const policy = policies[`${req.service.typeName}/${req.method.name}`];
     if (principal?.kind === "operator" && policy && policy.projects.length > 0 && !req.stream) {
       const ids = new Set<string>();
       for (const path of policy.projects) {

@@ -2,7 +2,9 @@
  * REST against a real listening server: build() with test implementations
  * of Unsubscribers and RegulatoryListings (in memory, building real
  * messages), the synthetic Things service (echoes its request), and the
- * UNIMPLEMENTED placeholders, all behind the real interceptors.
+ * UNIMPLEMENTED placeholders, all behind the real interceptors. Requests
+ * are made as the operator, on projects that exist (p1, p2), unless a test
+ * says otherwise.
  */
 import { clone, create, type DescService, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -28,10 +30,14 @@ import {
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { alreadyExists, notFound } from "../../src/api/errors.js";
 import { unimplementedService } from "../../src/api/unimplemented.js";
-import { loadConfig } from "../../src/config.js";
 import { type App, build } from "../../src/server.js";
 import type { ServiceEntry } from "../../src/services.js";
+import { bearer, createProjects, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
+import { pglite, useTestDatabase } from "../support/db.js";
 import { buildFixture } from "./fixture.js";
+
+const OPERATOR_AUTHORIZATION = `Bearer ${TEST_OPERATOR_TOKEN}`;
+const MISSING_CREDENTIALS_MESSAGE = "missing credentials: send 'Authorization: Bearer <api key secret>'";
 
 /** What the services saw: the last request of each method and its headers. */
 const seen = new Map<string, { request: unknown; headers: Headers }>();
@@ -176,11 +182,23 @@ function echoImpl(desc: DescService): ServiceEntry["impl"] {
 const fixture = buildFixture();
 let app: App;
 let base: string;
+// Holds the projects (and credentials); the services here keep their data in memory.
+const database = useTestDatabase(pglite);
+
+/** The synthetic Things service is operator-only (a method without a policy is refused). */
+const thingsPolicies = Object.fromEntries(
+  fixture.Things.methods.map((m) => [
+    `${fixture.Things.typeName}/${m.name}`,
+    { permission: null, projects: [] },
+  ]),
+);
 
 beforeAll(async () => {
+  await createProjects(database.db, "p1", "p2");
   app = await build({
-    config: loadConfig({ PORT: "0", LOG_LEVEL: "silent" }),
+    config: testConfig({ PORT: "0" }),
     clock,
+    db: database.db,
     services: [
       { desc: PhoneNumbers, impl: unimplementedService(PhoneNumbers) },
       { desc: PhoneNumberInstances, impl: unimplementedService(PhoneNumberInstances) },
@@ -188,6 +206,7 @@ beforeAll(async () => {
       { desc: RegulatoryListings, impl: regulatoryListingsImpl() },
       { desc: fixture.Things, impl: echoImpl(fixture.Things) },
     ],
+    extraPolicies: thingsPolicies,
   });
   const address = await app.listen(0, "127.0.0.1");
   base = `http://127.0.0.1:${address.port}`;
@@ -203,11 +222,12 @@ interface Answer {
   json: Record<string, JsonValue>;
 }
 
+/** A request with `headers`: by default the operator's credential, and nothing else. */
 async function call(
   method: string,
   path: string,
   body?: unknown,
-  headers: Record<string, string> = {},
+  headers: Record<string, string> = { authorization: OPERATOR_AUTHORIZATION },
 ): Promise<Answer> {
   const init: RequestInit = { method, headers: { ...headers } };
   if (body !== undefined) {
@@ -217,6 +237,11 @@ async function call(
   const res = await fetch(base + path, init);
   const text = await res.text();
   return { status: res.status, headers: res.headers, json: text === "" ? {} : JSON.parse(text) };
+}
+
+/** A request without a credential. */
+function anonymous(method: string, path: string, body?: unknown): Promise<Answer> {
+  return call(method, path, body, {});
 }
 
 type ErrorJson = { code: number; message: string; status: string; details: Array<Record<string, JsonValue>> };
@@ -339,7 +364,14 @@ describe("REST transport: Unsubscribers", () => {
   });
 
   it("gives the same error as the Connect protocol for the same request", async () => {
-    const client = createClient(Unsubscribers, createConnectTransport({ baseUrl: base, httpVersion: "1.1" }));
+    const client = createClient(
+      Unsubscribers,
+      createConnectTransport({
+        baseUrl: base,
+        httpVersion: "1.1",
+        interceptors: [bearer(TEST_OPERATOR_TOKEN)],
+      }),
+    );
     const err = await client
       .createUnsubscriber({ parent: "projects/p1", unsubscriber: { phone: "x".repeat(40) } })
       .then(() => undefined, ConnectError.from);
@@ -366,12 +398,12 @@ describe("REST transport: Unsubscribers", () => {
 
   it("passes Authorization and x-* headers to the services, and nothing else", async () => {
     await call("GET", "/v1/projects/p1/unsubscribers/u1", undefined, {
-      authorization: "Bearer secret-1",
+      authorization: OPERATOR_AUTHORIZATION,
       "x-request-id": "req-42",
       cookie: "session=abc",
     });
     const headers = seen.get("GetUnsubscriber")!.headers;
-    expect(headers.get("authorization")).toBe("Bearer secret-1");
+    expect(headers.get("authorization")).toBe(OPERATOR_AUTHORIZATION);
     expect(headers.get("x-request-id")).toBe("req-42");
     expect(headers.get("cookie")).toBeNull();
   });
@@ -460,9 +492,96 @@ describe("REST transport: RegulatoryListings", () => {
   });
 
   it("deletes and answers google.protobuf.Empty as {}", async () => {
-    const res = await fetch(`${base}/v1beta1/projects/p1/regulatoryListings/rl1`, { method: "DELETE" });
+    const res = await fetch(`${base}/v1beta1/projects/p1/regulatoryListings/rl1`, {
+      method: "DELETE",
+      headers: { authorization: OPERATOR_AUTHORIZATION },
+    });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe("{}");
+  });
+});
+
+describe("REST transport: authentication", () => {
+  const credentialsMissing = {
+    code: 401,
+    status: "UNAUTHENTICATED",
+    message: MISSING_CREDENTIALS_MESSAGE,
+    details: [
+      {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        reason: "CREDENTIALS_MISSING",
+        domain: "switchboard",
+      },
+    ],
+  };
+
+  it("answers 401 with the Google error body without a credential, before validation", async () => {
+    seen.delete("CreateUnsubscriber");
+    const a = await anonymous("POST", "/v1/projects/p1/unsubscribers", { phone: "x".repeat(40) });
+    expect(a.status).toBe(401);
+    expect(errorOf(a)).toEqual(credentialsMissing);
+    expect(seen.has("CreateUnsubscriber")).toBe(false);
+  });
+
+  it("answers 401 without a credential whether the resource exists or not", async () => {
+    expect(errorOf(await anonymous("GET", "/v1/projects/p1/unsubscribers/u1"))).toEqual(credentialsMissing);
+    expect(errorOf(await anonymous("GET", "/v1/projects/nope/unsubscribers/u1"))).toEqual(credentialsMissing);
+    expect(errorOf(await anonymous("GET", "/v1beta1/phoneNumbers:search?countryCode=AU"))).toEqual(
+      credentialsMissing,
+    );
+  });
+
+  it("answers 401 for a token it does not know, and for a scheme other than Bearer", async () => {
+    for (const authorization of [`Bearer ${TEST_OPERATOR_TOKEN}x`, `Basic ${TEST_OPERATOR_TOKEN}`]) {
+      const e = errorOf(await call("GET", "/v1/projects/p1/unsubscribers/u1", undefined, { authorization }));
+      expect(e).toMatchObject({ code: 401, status: "UNAUTHENTICATED" });
+    }
+  });
+
+  it("answers 404 naming a project that does not exist, after validation", async () => {
+    seen.delete("ListUnsubscribers");
+    const e = errorOf(await call("GET", "/v1/projects/nope/unsubscribers"));
+    expect(e).toMatchObject({ code: 404, status: "NOT_FOUND", message: "projects/nope not found" });
+    expect(e.details[0]).toMatchObject({
+      reason: "RESOURCE_NOT_FOUND",
+      metadata: { resource: "projects/nope" },
+    });
+    expect(seen.has("ListUnsubscribers")).toBe(false);
+    const invalid = errorOf(await call("POST", "/v1/projects/nope/unsubscribers", { phone: "x".repeat(40) }));
+    expect(invalid).toMatchObject({ code: 400, status: "INVALID_ARGUMENT" });
+    expect(violations(invalid)).toEqual(["unsubscriber.phone"]);
+  });
+
+  it("refuses a served method that has no permission policy, even to the operator", async () => {
+    // The same services without the Things policies.
+    const bare = await build({
+      config: testConfig({ PORT: "0" }),
+      clock,
+      db: database.db,
+      services: [{ desc: fixture.Things, impl: echoImpl(fixture.Things) }],
+    });
+    try {
+      const { port } = await bare.listen(0, "127.0.0.1");
+      seen.delete("GetThing");
+      const res = await fetch(`http://127.0.0.1:${port}/v1/things/t1`, {
+        headers: { authorization: OPERATOR_AUTHORIZATION },
+      });
+      const e = errorOf({
+        status: res.status,
+        headers: res.headers,
+        json: (await res.json()) as Record<string, JsonValue>,
+      });
+      expect(e).toMatchObject({ code: 403, status: "PERMISSION_DENIED" });
+      expect(e.details[0]).toMatchObject({ reason: "NO_POLICY" });
+      expect(seen.has("GetThing")).toBe(false);
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it("serves /healthz and /readyz without a credential", async () => {
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
   });
 });
 
@@ -603,7 +722,10 @@ describe("REST transport: the synthetic Things service", () => {
   });
 
   it("serves a custom HTTP method", async () => {
-    const res = await fetch(`${base}/v1/probe`, { method: "HEAD" });
+    const res = await fetch(`${base}/v1/probe`, {
+      method: "HEAD",
+      headers: { authorization: OPERATOR_AUTHORIZATION },
+    });
     expect(res.status).toBe(200);
     expect(seen.has("Probe")).toBe(true);
   });

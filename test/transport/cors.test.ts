@@ -2,11 +2,13 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SearchPhoneNumbersRequestSchema } from "../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
 import { createOriginCheck } from "../../src/transport/cors.js";
-import { type Running, request, startApp } from "./helpers.js";
+import { OPERATOR_AUTHORIZATION, type Running, request, startApp, useAppDatabase } from "./helpers.js";
 
 const ALLOWED = "https://app.example.com";
 const DENIED = "https://evil.example.net";
 const RPC = "/enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers";
+
+const database = useAppDatabase();
 
 function list(value: string | string[] | undefined): string[] {
   return String(value ?? "")
@@ -46,7 +48,7 @@ function grpcWebFrame(countryCode: string): Uint8Array {
 describe("CORS with an allow-list", () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startApp({ CORS_ALLOWED_ORIGINS: `${ALLOWED}, https://other.example.com` });
+    server = await startApp(database.db, { CORS_ALLOWED_ORIGINS: `${ALLOWED}, https://other.example.com` });
   });
   afterAll(async () => {
     await server?.close();
@@ -86,7 +88,12 @@ describe("CORS with an allow-list", () => {
   it("exposes the Connect error fields on a real Connect response to an allowed origin", async () => {
     const res = await request(`${server.baseUrl}${RPC}`, {
       method: "POST",
-      headers: { Origin: ALLOWED, "Content-Type": "application/json", "Connect-Protocol-Version": "1" },
+      headers: {
+        Origin: ALLOWED,
+        Authorization: OPERATOR_AUTHORIZATION,
+        "Content-Type": "application/json",
+        "Connect-Protocol-Version": "1",
+      },
       body: JSON.stringify({ countryCode: "au" }),
     });
     expect(res.status).toBe(400);
@@ -95,10 +102,26 @@ describe("CORS with an allow-list", () => {
     expect(JSON.parse(res.body)).toMatchObject({ code: "invalid_argument" });
   });
 
+  it("lets an allowed origin read UNAUTHENTICATED when it sent no credential", async () => {
+    const res = await request(`${server.baseUrl}${RPC}`, {
+      method: "POST",
+      headers: { Origin: ALLOWED, "Content-Type": "application/json", "Connect-Protocol-Version": "1" },
+      body: JSON.stringify({ countryCode: "au" }),
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers["access-control-allow-origin"]).toBe(ALLOWED);
+    expect(JSON.parse(res.body)).toMatchObject({ code: "unauthenticated" });
+  });
+
   it("exposes grpc-status, grpc-message and grpc-status-details-bin on a real gRPC-Web response", async () => {
     const res = await request(`${server.baseUrl}${RPC}`, {
       method: "POST",
-      headers: { Origin: ALLOWED, "Content-Type": "application/grpc-web+proto", "X-Grpc-Web": "1" },
+      headers: {
+        Origin: ALLOWED,
+        Authorization: OPERATOR_AUTHORIZATION,
+        "Content-Type": "application/grpc-web+proto",
+        "X-Grpc-Web": "1",
+      },
       body: grpcWebFrame("au"),
     });
     expect(res.status).toBe(200);
@@ -139,7 +162,7 @@ describe("CORS with an allow-list", () => {
 describe("CORS with the default *", () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startApp();
+    server = await startApp(database.db);
   });
   afterAll(async () => {
     await server?.close();

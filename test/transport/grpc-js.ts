@@ -36,18 +36,24 @@ export interface UnaryOutcome {
   error?: grpc.ServiceError;
 }
 
-/** Calls a unary method and settles with its response or its error. */
+/**
+ * Calls a unary method and settles with its response or its error; with
+ * `token`, as its bearer (metadata `authorization`), otherwise without a
+ * credential.
+ */
 export function unary(
   client: AnyClient,
   method: string,
   request: object,
-  deadlineMs = 10_000,
+  options: { token?: string; deadlineMs?: number } = {},
 ): Promise<UnaryOutcome> {
+  const metadata = new grpc.Metadata();
+  if (options.token !== undefined) metadata.set("authorization", `Bearer ${options.token}`);
   return new Promise((resolve) => {
     client[method](
       request,
-      new grpc.Metadata(),
-      { deadline: Date.now() + deadlineMs },
+      metadata,
+      { deadline: Date.now() + (options.deadlineMs ?? 10_000) },
       (error: grpc.ServiceError | null, response: unknown) => {
         resolve(error ? { error } : { response });
       },

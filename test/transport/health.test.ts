@@ -1,23 +1,48 @@
+/**
+ * Health is public: every call here is made without a credential, on
+ * purpose (load balancers and orchestrators have none).
+ */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PhoneNumbers } from "../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
 import {
   Health,
   type HealthCheckResponse,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/grpc/health/v1/health_pb.js";
+import { pglite } from "../support/db.js";
 import { grpc, loadClients, unary } from "./grpc-js.js";
-import { type Running, request, startApp } from "./helpers.js";
+import { type Running, request, startApp, useAppDatabase } from "./helpers.js";
 
 const PHONE_NUMBERS = "enfonica.numbering.v1beta1.PhoneNumbers";
+
+const database = useAppDatabase();
 
 describe("Health", () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startApp();
+    server = await startApp(database.db);
   });
   afterAll(async () => {
     await server?.close();
+  });
+
+  it("answers without a credential where another service on the same transport wants one", async () => {
+    for (const transport of [
+      createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }),
+      createGrpcTransport({ baseUrl: server.baseUrl }),
+    ]) {
+      const health = createClient(Health, transport);
+      expect((await health.check({ service: PHONE_NUMBERS })).status).toBe(ServingStatus.SERVING);
+      const err = await createClient(PhoneNumbers, transport)
+        .searchPhoneNumbers({ countryCode: "AU" })
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+      expect(err?.code).toBe(Code.Unauthenticated);
+    }
   });
 
   it("reports SERVING for the server and every registered service over Connect", async () => {
@@ -129,6 +154,7 @@ describe("Health readiness and shutdown", () => {
   it("fails /readyz while the readiness check fails or throws, and keeps /healthz up", async () => {
     let ready: boolean | Error = false;
     const server = await startApp(
+      database.db,
       {},
       {
         readiness: async () => {
@@ -151,8 +177,24 @@ describe("Health readiness and shutdown", () => {
     }
   });
 
+  it("is ready by default while the database answers, and not once it stops", async () => {
+    const own = await pglite.open();
+    let closed = false;
+    const server = await startApp(own.db);
+    try {
+      expect((await fetch(`${server.baseUrl}/readyz`)).status).toBe(200);
+      await own.close();
+      closed = true;
+      expect((await fetch(`${server.baseUrl}/readyz`)).status).toBe(503);
+      expect((await fetch(`${server.baseUrl}/healthz`)).status).toBe(200);
+    } finally {
+      await server.close();
+      if (!closed) await own.close();
+    }
+  });
+
   it("tells watchers NOT_SERVING and ends their streams when the server closes", async () => {
-    const server = await startApp();
+    const server = await startApp(database.db);
     const client = createClient(Health, createGrpcTransport({ baseUrl: server.baseUrl }));
     const seen: ServingStatus[] = [];
     const watching = (async () => {

@@ -1,14 +1,18 @@
 /**
  * Transport tests run against a real listening server: build() the app with
- * a test configuration and listen on 127.0.0.1, port 0.
+ * a test configuration (the test operator token) and a test database, and
+ * listen on 127.0.0.1, port 0. Clients call as the operator unless a test
+ * is about calling without a credential.
  */
 import { execFile } from "node:child_process";
 import * as http from "node:http";
 import * as net from "node:net";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadConfig } from "../../src/config.js";
+import type { Db } from "../../src/db/client.js";
 import { type App, type BuildOptions, build } from "../../src/server.js";
+import { bearer, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
+import { pglite, useTestDatabase } from "../support/db.js";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const protoDir = resolve(repoRoot, "proto");
@@ -22,13 +26,31 @@ export interface Running {
   close(): Promise<void>;
 }
 
-/** Builds the app with `env` on top of a quiet test configuration and starts it on a free port. */
+/** `Authorization` of a request made as the operator. */
+export const OPERATOR_AUTHORIZATION = `Bearer ${TEST_OPERATOR_TOKEN}`;
+
+/** Connect transport interceptors that call as the operator. */
+export const asOperator = [bearer(TEST_OPERATOR_TOKEN)];
+
+/**
+ * The database of a test file (call at its top level): PGlite, as these
+ * tests are about transports, not storage. Apps started on it share it.
+ */
+export function useAppDatabase(): { readonly db: Db } {
+  return useTestDatabase(pglite);
+}
+
+/**
+ * Builds the app on `db` with `env` on top of a quiet test configuration
+ * and starts it on a free port. close() leaves `db` open.
+ */
 export async function startApp(
+  db: Db,
   env: Record<string, string> = {},
-  options: Omit<BuildOptions, "config"> = {},
+  options: Omit<BuildOptions, "config" | "db"> = {},
 ): Promise<Running> {
-  const config = loadConfig({ PORT: "0", LOG_LEVEL: "silent", ...env });
-  const app = await build({ ...options, config });
+  const config = testConfig({ PORT: "0", ...env });
+  const app = await build({ ...options, config, db });
   const address = await app.listen(0, "127.0.0.1");
   const scheme = config.tls ? "https" : "http";
   return {

@@ -1,6 +1,6 @@
 import * as http2 from "node:http2";
 import * as net from "node:net";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
@@ -8,14 +8,27 @@ import {
 } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PhoneNumbers } from "../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
-import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { classify, createOnePortServer, HTTP2_PREFACE } from "../../src/transport/one-port.js";
+import { bearer, TEST_OPERATOR_TOKEN } from "../support/app.js";
 import { badRequestFields, grpc, loadClients, unary } from "./grpc-js.js";
-import { type Running, rawExchange, request, sleep, startApp } from "./helpers.js";
+import {
+  asOperator,
+  OPERATOR_AUTHORIZATION,
+  type Running,
+  rawExchange,
+  request,
+  sleep,
+  startApp,
+  useAppDatabase,
+} from "./helpers.js";
 
 const BAD_COUNTRY_MESSAGE = "country_code: does not match regex pattern `^[A-Z]{2}$`";
 const UNIMPLEMENTED_MESSAGE =
   "enfonica.numbering.v1beta1.PhoneNumbers.SearchPhoneNumbers is not implemented yet";
+const MISSING_CREDENTIALS_MESSAGE = "missing credentials: send 'Authorization: Bearer <api key secret>'";
+
+const database = useAppDatabase();
 
 describe("classify", () => {
   it("waits while the bytes are a prefix of the HTTP/2 preface", () => {
@@ -41,37 +54,103 @@ describe("classify", () => {
 describe("OnePort", () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startApp();
+    server = await startApp(database.db);
   });
   afterAll(async () => {
     await server?.close();
   });
 
-  const transports: Array<[string, () => Transport]> = [
-    ["Connect JSON HTTP/1.1", () => createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" })],
+  /** Each transport, with the interceptors given (the operator's credential unless a test says otherwise). */
+  const transports: Array<[string, (interceptors?: Interceptor[]) => Transport]> = [
+    [
+      "Connect JSON HTTP/1.1",
+      (interceptors = asOperator) =>
+        createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors }),
+    ],
     [
       "Connect binary HTTP/1.1",
-      () => createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+      (interceptors = asOperator) =>
+        createConnectTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "1.1",
+          useBinaryFormat: true,
+          interceptors,
+        }),
     ],
-    ["Connect JSON HTTP/2", () => createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2" })],
+    [
+      "Connect JSON HTTP/2",
+      (interceptors = asOperator) =>
+        createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2", interceptors }),
+    ],
     [
       "Connect binary HTTP/2",
-      () => createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2", useBinaryFormat: true }),
+      (interceptors = asOperator) =>
+        createConnectTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "2",
+          useBinaryFormat: true,
+          interceptors,
+        }),
     ],
     [
       "Connect GET HTTP/1.1",
-      () => createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", useHttpGet: true }),
+      (interceptors = asOperator) =>
+        createConnectTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "1.1",
+          useHttpGet: true,
+          interceptors,
+        }),
     ],
-    ["gRPC HTTP/2 (h2c)", () => createGrpcTransport({ baseUrl: server.baseUrl })],
+    [
+      "gRPC HTTP/2 (h2c)",
+      (interceptors = asOperator) => createGrpcTransport({ baseUrl: server.baseUrl, interceptors }),
+    ],
     [
       "gRPC-Web binary HTTP/1.1",
-      () => createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+      (interceptors = asOperator) =>
+        createGrpcWebTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "1.1",
+          useBinaryFormat: true,
+          interceptors,
+        }),
     ],
-    ["gRPC-Web JSON HTTP/1.1", () => createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" })],
-    ["gRPC-Web binary HTTP/2", () => createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "2" })],
+    [
+      "gRPC-Web JSON HTTP/1.1",
+      (interceptors = asOperator) =>
+        createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", interceptors }),
+    ],
+    [
+      "gRPC-Web binary HTTP/2",
+      (interceptors = asOperator) =>
+        createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "2", interceptors }),
+    ],
   ];
 
   for (const [name, transport] of transports) {
+    it(`answers UNAUTHENTICATED without a credential, before validation, over ${name}`, async () => {
+      const client = createClient(PhoneNumbers, transport([]));
+      const err = await client.searchPhoneNumbers({ countryCode: "au" }).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(err?.code).toBe(Code.Unauthenticated);
+      expect(err?.rawMessage).toBe(MISSING_CREDENTIALS_MESSAGE);
+      expect(err?.findDetails(ErrorInfoSchema)[0]?.reason).toBe("CREDENTIALS_MISSING");
+      expect(err?.findDetails(BadRequestSchema)).toEqual([]);
+    });
+
+    it(`answers UNAUTHENTICATED for a token it does not know over ${name}`, async () => {
+      const client = createClient(PhoneNumbers, transport([bearer(`${TEST_OPERATOR_TOKEN}-not`)]));
+      const err = await client.searchPhoneNumbers({ countryCode: "AU" }).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(err?.code).toBe(Code.Unauthenticated);
+      expect(err?.findDetails(ErrorInfoSchema)[0]?.reason).toBe("CREDENTIALS_INVALID");
+    });
+
     it(`answers INVALID_ARGUMENT naming country_code over ${name}`, async () => {
       const client = createClient(PhoneNumbers, transport());
       const err = await client.searchPhoneNumbers({ countryCode: "au" }).then(
@@ -99,12 +178,18 @@ describe("OnePort", () => {
     const { PhoneNumbers: Client } = await loadClients();
     const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
     try {
-      const bad = await unary(client, "SearchPhoneNumbers", { country_code: "au" });
+      const token = TEST_OPERATOR_TOKEN;
+      const bad = await unary(client, "SearchPhoneNumbers", { country_code: "au" }, { token });
       expect(bad.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(bad.error?.details).toBe(BAD_COUNTRY_MESSAGE);
       expect(badRequestFields(bad.error!)).toEqual(["country_code"]);
 
-      const valid = await unary(client, "SearchPhoneNumbers", { country_code: "AU" });
+      const anonymous = await unary(client, "SearchPhoneNumbers", { country_code: "au" });
+      expect(anonymous.error?.code).toBe(grpc.status.UNAUTHENTICATED);
+      expect(anonymous.error?.details).toBe(MISSING_CREDENTIALS_MESSAGE);
+      expect(badRequestFields(anonymous.error!)).toEqual([]);
+
+      const valid = await unary(client, "SearchPhoneNumbers", { country_code: "AU" }, { token });
       expect(valid.error?.code).toBe(grpc.status.UNIMPLEMENTED);
       expect(valid.error?.details).toBe(UNIMPLEMENTED_MESSAGE);
     } finally {
@@ -117,7 +202,7 @@ describe("OnePort", () => {
       `${server.baseUrl}/enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers`,
       {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
+        headers: { "Content-Type": "application/json", Authorization: OPERATOR_AUTHORIZATION },
         body: JSON.stringify({ countryCode: "au" }),
       },
     );
@@ -125,6 +210,20 @@ describe("OnePort", () => {
     const body = JSON.parse(res.body) as { code: string; message: string };
     expect(body.code).toBe("invalid_argument");
     expect(body.message).toBe(BAD_COUNTRY_MESSAGE);
+
+    const anonymous = await request(
+      `${server.baseUrl}/enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers`,
+      {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ countryCode: "au" }),
+      },
+    );
+    expect(anonymous.status).toBe(401);
+    expect(JSON.parse(anonymous.body)).toMatchObject({
+      code: "unauthenticated",
+      message: MISSING_CREDENTIALS_MESSAGE,
+    });
   });
 
   it("answers 404 for a path that is no RPC and no fallback route", async () => {
@@ -172,7 +271,7 @@ describe("OnePort", () => {
 
   it("accepts an HTTP/1.1 request that arrives byte by byte, body included", async () => {
     const body = JSON.stringify({ countryCode: "au" });
-    const text = `POST /enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
+    const text = `POST /enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers HTTP/1.1\r\nHost: x\r\nAuthorization: ${OPERATOR_AUTHORIZATION}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
     const out = await rawExchange(server.port, [...text.slice(0, 12)].concat(text.slice(12)), { pauseMs: 5 });
     expect(out.startsWith("HTTP/1.1 400 ")).toBe(true);
     expect(out).toContain("country_code");
@@ -214,7 +313,10 @@ describe("OnePort", () => {
     // Still serving.
     const res = await request(`${server.baseUrl}/healthz`);
     expect(res.status).toBe(200);
-    const client = createClient(PhoneNumbers, createGrpcTransport({ baseUrl: server.baseUrl }));
+    const client = createClient(
+      PhoneNumbers,
+      createGrpcTransport({ baseUrl: server.baseUrl, interceptors: asOperator }),
+    );
     await expect(client.searchPhoneNumbers({ countryCode: "au" })).rejects.toMatchObject({
       code: Code.InvalidArgument,
     });
@@ -223,7 +325,7 @@ describe("OnePort", () => {
 
 describe("OnePort shutdown", () => {
   it("closes idle keep-alive connections, HTTP/2 sessions and silent sockets at once", async () => {
-    const server = await startApp();
+    const server = await startApp(database.db);
     // An idle HTTP/1.1 keep-alive connection after one request.
     const keepAlive = net.connect(server.port, "127.0.0.1");
     keepAlive.on("error", () => {});
@@ -252,7 +354,7 @@ describe("OnePort shutdown", () => {
   });
 
   it("lets an in-flight HTTP/1.1 request finish, then closes its connection", async () => {
-    const server = await startApp();
+    const server = await startApp(database.db);
     const socket = net.connect(server.port, "127.0.0.1");
     socket.on("error", () => {});
     let received = "";
@@ -264,7 +366,7 @@ describe("OnePort shutdown", () => {
     const body = JSON.stringify({ countryCode: "au" });
     // Headers now, body after close() has begun.
     socket.write(
-      `POST /enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      `POST /enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers HTTP/1.1\r\nHost: x\r\nAuthorization: ${OPERATOR_AUTHORIZATION}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
     );
     await sleep(50);
     const closing = server.close();
@@ -301,7 +403,7 @@ describe("OnePort shutdown", () => {
   });
 
   it("refuses new connections after close", async () => {
-    const server = await startApp();
+    const server = await startApp(database.db);
     await server.close();
     await expect(request(`${server.baseUrl}/healthz`)).rejects.toThrow(/ECONNREFUSED/);
   });

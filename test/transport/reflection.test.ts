@@ -9,7 +9,13 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import { type Running, runBuf, startApp } from "./helpers.js";
+import { OPERATOR_AUTHORIZATION, type Running, runBuf, startApp, useAppDatabase } from "./helpers.js";
+
+/**
+ * Reflection is public: every reflection call here, buf curl's included,
+ * is made without a credential, on purpose.
+ */
+const database = useAppDatabase();
 
 type V1Request = Parameters<typeof create<typeof v1.ServerReflectionRequestSchema>>[1];
 
@@ -34,7 +40,7 @@ function files(res: v1.ServerReflectionResponse | v1alpha.ServerReflectionRespon
 describe("ServerReflection", () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startApp();
+    server = await startApp(database.db);
   });
   afterAll(async () => {
     await server?.close();
@@ -225,7 +231,7 @@ describe("ServerReflection", () => {
 describe("ServerReflection with buf curl", () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startApp();
+    server = await startApp(database.db);
   });
   afterAll(async () => {
     await server?.close();
@@ -257,6 +263,8 @@ describe("ServerReflection with buf curl", () => {
       "--protocol",
       "grpc",
       "--http2-prior-knowledge",
+      "-H",
+      `Authorization: ${OPERATOR_AUTHORIZATION}`,
       "-d",
       '{"country_code": "au", "page_size": 5, "number_type": "MOBILE"}',
       `${server.baseUrl}/enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers`,
@@ -270,6 +278,22 @@ describe("ServerReflection with buf curl", () => {
     expect(error.code).toBe("invalid_argument");
     expect(error.message).toBe("country_code: does not match regex pattern `^[A-Z]{2}$`");
     expect(error.details.map((d) => d.type)).toContain("google.rpc.BadRequest");
+  });
+
+  it("reflects without a credential but calls the RPC only with one", async () => {
+    const out = await runBuf([
+      "curl",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-d",
+      '{"country_code": "au"}',
+      `${server.baseUrl}/enfonica.numbering.v1beta1.PhoneNumbers/SearchPhoneNumbers`,
+    ]);
+    expect(out.code).not.toBe(0);
+    const error = JSON.parse(out.stderr) as { code: string; message: string };
+    expect(error.code).toBe("unauthenticated");
+    expect(error.message).toBe("missing credentials: send 'Authorization: Bearer <api key secret>'");
   });
 
   it("calls health Check over gRPC and over Connect", async () => {

@@ -14,8 +14,11 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PhoneNumbers } from "../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { TEST_OPERATOR_TOKEN } from "../support/app.js";
 import { badRequestFields, grpc, loadClients, unary } from "./grpc-js.js";
-import { type Running, rawExchange, request, startApp } from "./helpers.js";
+import { asOperator, type Running, rawExchange, request, startApp, useAppDatabase } from "./helpers.js";
+
+const database = useAppDatabase();
 
 function openssl(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -81,7 +84,7 @@ describe("TLS", () => {
       "subjectAltName=IP:127.0.0.1,DNS:localhost",
     ]);
     ca = await readFile(certFile);
-    server = await startApp({ TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile });
+    server = await startApp(database.db, { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile });
   });
 
   afterAll(async () => {
@@ -93,19 +96,41 @@ describe("TLS", () => {
     expect(server.baseUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
   });
 
+  const interceptors = asOperator;
   const transports: Array<[string, () => Transport]> = [
     [
       "Connect over HTTP/2",
-      () => createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2", nodeOptions: { ca } }),
+      () =>
+        createConnectTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "2",
+          nodeOptions: { ca },
+          interceptors,
+        }),
     ],
     [
       "Connect over HTTP/1.1",
-      () => createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", nodeOptions: { ca } }),
+      () =>
+        createConnectTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "1.1",
+          nodeOptions: { ca },
+          interceptors,
+        }),
     ],
-    ["gRPC over HTTP/2", () => createGrpcTransport({ baseUrl: server.baseUrl, nodeOptions: { ca } })],
+    [
+      "gRPC over HTTP/2",
+      () => createGrpcTransport({ baseUrl: server.baseUrl, nodeOptions: { ca }, interceptors }),
+    ],
     [
       "gRPC-Web over HTTP/1.1",
-      () => createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", nodeOptions: { ca } }),
+      () =>
+        createGrpcWebTransport({
+          baseUrl: server.baseUrl,
+          httpVersion: "1.1",
+          nodeOptions: { ca },
+          interceptors,
+        }),
     ],
   ];
 
@@ -125,9 +150,16 @@ describe("TLS", () => {
     const { PhoneNumbers: Client } = await loadClients();
     const client = new Client(`127.0.0.1:${server.port}`, grpc.credentials.createSsl(ca));
     try {
-      const out = await unary(client, "SearchPhoneNumbers", { country_code: "au" });
+      const out = await unary(
+        client,
+        "SearchPhoneNumbers",
+        { country_code: "au" },
+        { token: TEST_OPERATOR_TOKEN },
+      );
       expect(out.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(badRequestFields(out.error!)).toEqual(["country_code"]);
+      const anonymous = await unary(client, "SearchPhoneNumbers", { country_code: "au" });
+      expect(anonymous.error?.code).toBe(grpc.status.UNAUTHENTICATED);
     } finally {
       client.close();
     }
@@ -176,7 +208,7 @@ describe("TLS", () => {
   });
 
   it("closes idle TLS keep-alive connections and h2 sessions at once on close", async () => {
-    const other = await startApp({
+    const other = await startApp(database.db, {
       TLS_CERT_FILE: join(dir, "cert.pem"),
       TLS_KEY_FILE: join(dir, "key.pem"),
     });
