@@ -35,21 +35,40 @@ function errorInfo(reason: string, metadata: Record<string, string> = {}) {
   };
 }
 
-/** INVALID_ARGUMENT naming every bad field. */
+/**
+ * Bounds on what one error carries. gRPC sends the message and the details in
+ * HTTP/2 trailers, which Node (and most gRPC clients) cap near 64 KiB; a
+ * client-chosen label key of 20,000 characters must still come back as
+ * INVALID_ARGUMENT, not as a reset stream.
+ */
+const MAX_VIOLATIONS = 25;
+const MAX_FIELD_CHARS = 256;
+const MAX_DESCRIPTION_CHARS = 256;
+const MESSAGE_VIOLATIONS = 3;
+
+/** `s` cut to `max` characters, marked with an ellipsis when cut. */
+export function clip(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+}
+
+/** INVALID_ARGUMENT naming every bad field (the first 25 when there are more). */
 export function invalidArgument(violations: FieldViolation[], message?: string): ConnectError {
+  const kept = violations.slice(0, MAX_VIOLATIONS).map((v) => ({
+    field: clip(v.field, MAX_FIELD_CHARS),
+    description: clip(v.description, MAX_DESCRIPTION_CHARS),
+    reason: v.reason ?? "",
+  }));
+  const shown = kept
+    .slice(0, MESSAGE_VIOLATIONS)
+    .map((v) => `${v.field}: ${v.description}`)
+    .join("; ");
   const text =
     message ??
     (violations.length === 1
-      ? `${violations[0]!.field}: ${violations[0]!.description}`
-      : `invalid request: ${violations.map((v) => `${v.field}: ${v.description}`).join("; ")}`);
+      ? shown
+      : `${violations.length} invalid fields: ${shown}${violations.length > MESSAGE_VIOLATIONS ? "; …" : ""}`);
   const badRequest = create(BadRequestSchema, {
-    fieldViolations: violations.map((v) =>
-      create(BadRequest_FieldViolationSchema, {
-        field: v.field,
-        description: v.description,
-        reason: v.reason ?? "",
-      }),
-    ),
+    fieldViolations: kept.map((v) => create(BadRequest_FieldViolationSchema, v)),
   });
   return new ConnectError(text, Code.InvalidArgument, undefined, [
     errorInfo("INVALID_ARGUMENT", { violations: String(violations.length) }),
