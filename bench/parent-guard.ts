@@ -1,0 +1,18 @@
+/**
+ * Preloaded into every child process of the benchmark (`node --import tsx
+ * --import ./bench/parent-guard.ts ...`): when the runner goes away, even
+ * by SIGKILL, the pipe on the child's stdin closes and the child stops
+ * itself (SIGTERM first so the server shuts down cleanly, then a hard exit).
+ * Nothing here touches the request path.
+ */
+process.stdin.on("error", () => {});
+process.stdin.on("close", stop);
+process.stdin.on("end", stop);
+process.stdin.resume();
+// Never the reason the child stays alive (the seeding child ends by itself).
+if ("unref" in process.stdin && typeof process.stdin.unref === "function") process.stdin.unref();
+
+function stop(): void {
+  setTimeout(() => process.exit(1), 5_000).unref();
+  process.kill(process.pid, "SIGTERM");
+}
