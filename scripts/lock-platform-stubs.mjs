@@ -42,6 +42,8 @@ for (const [path, pkg] of Object.entries(packages)) {
     added++;
   }
 }
-lock.packages = Object.fromEntries(Object.entries(packages).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a.localeCompare(b))));
+lock.packages = Object.fromEntries(
+  Object.entries(packages).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a.localeCompare(b))),
+);
 writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`added ${added} platform stub(s) to package-lock.json`);

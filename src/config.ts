@@ -3,6 +3,11 @@
  * validated. Nothing else in src/ reads process.env.
  */
 import { resolve } from "node:path";
+import {
+  loadSipDomainsConfig,
+  type SipDomainsConfig,
+  SipDomainsConfigError,
+} from "./voice/sip-domains/config.js";
 
 export interface Config {
   /** TCP port of the one port serving every transport. */
@@ -25,7 +30,18 @@ export interface Config {
    * on first start and kept in the data directory.
    */
   operatorToken: string | undefined;
+  /** SIP domains: base domain and the collaboration platform (src/voice/sip-domains/config.ts). */
+  sipDomains: SipDomainsConfig;
+  /**
+   * NUMBER_QUARANTINE_SECONDS: how long the numbers of a deleted phone
+   * number instance stay out of inventory before they can be provisioned
+   * again. Default 2592000 (30 days); 0 releases them at once.
+   */
+  numberQuarantineSeconds: number;
 }
+
+/** Default of NUMBER_QUARANTINE_SECONDS: 30 days. */
+export const DEFAULT_NUMBER_QUARANTINE_SECONDS = 30 * 24 * 3600;
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -87,5 +103,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS, ["*"]),
     logLevel,
     operatorToken: operatorToken(env.SWITCHBOARD_OPERATOR_TOKEN, databaseUrl),
+    sipDomains: sipDomains(env),
+    numberQuarantineSeconds: int(
+      env,
+      "NUMBER_QUARANTINE_SECONDS",
+      DEFAULT_NUMBER_QUARANTINE_SECONDS,
+      0,
+      10 * 366 * 24 * 3600,
+    ),
   };
+}
+
+function sipDomains(env: NodeJS.ProcessEnv): SipDomainsConfig {
+  try {
+    return loadSipDomainsConfig(env);
+  } catch (err) {
+    if (err instanceof SipDomainsConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }

@@ -19,6 +19,8 @@ import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
 import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
 import { createLogger, type Logger } from "./log.js";
+import { numberingDomains } from "./numbering/domains.js";
+import { seedDemoInventory } from "./numbering/inventory/demo.js";
 import { buildServices, type ServiceEntry } from "./services.js";
 import { withCors } from "./transport/cors.js";
 import { chainFallbacks, type Fallback } from "./transport/fallback.js";
@@ -74,6 +76,11 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   try {
     if (owned) await owned.migrate();
     else if (db) await migrateDb(db);
+    // The embedded database starts with a demo inventory of fictional numbers
+    // (src/numbering/inventory/demo.ts); idempotent, so every start runs it.
+    if (owned?.driver === "pglite") {
+      await seedDemoInventory(numberingDomains(owned.db, clock, config).inventory);
+    }
   } catch (err) {
     await owned?.close();
     throw err;

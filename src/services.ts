@@ -15,10 +15,13 @@ import { Calls } from "../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { Recordings } from "../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import { SipDomains } from "../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { ApiKeys } from "../gen/switchboard/admin/v1/api_keys_pb.js";
+import { NumberingAdmin } from "../gen/switchboard/admin/v1/numbering_pb.js";
 import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
+import { SipDomainAdmin } from "../gen/switchboard/admin/v1/sip_domains_pb.js";
 import { ApiKeysDomain } from "./admin/api-keys.js";
 import { ApiKeysRepository } from "./admin/api-keys-repository.js";
 import { apiKeysService } from "./admin/api-keys-service.js";
+import { numberingAdminService } from "./admin/numbering-service.js";
 import { ProjectsDomain } from "./admin/projects.js";
 import { ProjectsRepository } from "./admin/projects-repository.js";
 import { projectsService } from "./admin/projects-service.js";
@@ -30,9 +33,16 @@ import type { Logger } from "./log.js";
 import { UnsubscribersDomain } from "./messaging/unsubscribers/domain.js";
 import { UnsubscribersRepository } from "./messaging/unsubscribers/repository.js";
 import { unsubscribersService } from "./messaging/unsubscribers/service.js";
-import { RegulatoryListingsDomain } from "./numbering/regulatory-listings/domain.js";
-import { RegulatoryListingsRepository } from "./numbering/regulatory-listings/repository.js";
+import { numberingDomains } from "./numbering/domains.js";
+import { phoneNumbersService } from "./numbering/inventory/service.js";
+import { phoneNumberInstancesService } from "./numbering/phone-number-instances/service.js";
 import { regulatoryListingsService } from "./numbering/regulatory-listings/service.js";
+import { AliasesDomain } from "./voice/aliases/domain.js";
+import { aliasesService } from "./voice/aliases/service.js";
+import { sipDomainAdminService } from "./voice/sip-domains/admin-service.js";
+import { SipDomainsDomain } from "./voice/sip-domains/domain.js";
+import { VoiceStore } from "./voice/sip-domains/repository.js";
+import { sipDomainsService } from "./voice/sip-domains/service.js";
 
 export interface Deps {
   config: Config;
@@ -49,22 +59,26 @@ export interface ServiceEntry {
 }
 
 export function buildServices(deps: Deps): ServiceEntry[] {
-  const listings = new RegulatoryListingsDomain(new RegulatoryListingsRepository(deps.db), deps.clock);
+  const numbering = numberingDomains(deps.db, deps.clock, deps.config);
   const unsubscribers = new UnsubscribersDomain(new UnsubscribersRepository(deps.db), deps.clock);
   const projects = new ProjectsRepository(deps.db);
+  const voice = new VoiceStore(deps.db);
+  const sipDomains = new SipDomainsDomain(voice, deps.clock, deps.config.sipDomains);
   const entries: ServiceEntry[] = [
     { desc: Projects, impl: projectsService(new ProjectsDomain(projects, deps.clock)) },
     {
       desc: ApiKeys,
       impl: apiKeysService(new ApiKeysDomain(new ApiKeysRepository(deps.db), projects, deps.clock)),
     },
-    { desc: RegulatoryListings, impl: regulatoryListingsService(listings) },
+    { desc: RegulatoryListings, impl: regulatoryListingsService(numbering.listings) },
     { desc: Unsubscribers, impl: unsubscribersService(unsubscribers) },
-    { desc: PhoneNumbers, impl: unimplementedService(PhoneNumbers) },
-    { desc: PhoneNumberInstances, impl: unimplementedService(PhoneNumberInstances) },
+    { desc: PhoneNumbers, impl: phoneNumbersService(numbering.inventory) },
+    { desc: PhoneNumberInstances, impl: phoneNumberInstancesService(numbering.instances) },
+    { desc: NumberingAdmin, impl: numberingAdminService(numbering) },
     { desc: Messages, impl: unimplementedService(Messages) },
-    { desc: SipDomains, impl: unimplementedService(SipDomains) },
-    { desc: Aliases, impl: unimplementedService(Aliases) },
+    { desc: SipDomains, impl: sipDomainsService(sipDomains) },
+    { desc: SipDomainAdmin, impl: sipDomainAdminService(sipDomains) },
+    { desc: Aliases, impl: aliasesService(new AliasesDomain(voice, deps.clock, deps.config.sipDomains)) },
     { desc: Calls, impl: unimplementedService(Calls) },
     { desc: Recordings, impl: unimplementedService(Recordings) },
   ];

@@ -2,3 +2,4 @@
 export * from "./admin.js";
 export * from "./messaging.js";
 export * from "./numbering.js";
+export * from "./voice.js";

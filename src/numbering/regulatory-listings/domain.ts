@@ -27,10 +27,28 @@
  *
  * Searching: a listing is usable for a number of some type in a region when
  * it is valid, its address is in that region, and it is verified when the
- * type requires verification (`NUMBER_TYPES_REQUIRING_VERIFICATION`).
+ * type requires verification (`NUMBER_TYPES_REQUIRING_VERIFICATION`,
+ * `isListingUsableFor`). A phone number instance's `compliant` applies the
+ * same rule to its attached listing, so search and compliance always agree.
+ *
+ * Review (admin API): the operator sets `valid` and/or `verified`; search
+ * results and the `compliant` of instances using the listing follow at once.
+ *
+ * Deleting: a listing attached to a phone number instance that is not
+ * deleted (ACTIVE, SUSPENDED or PENDING: each still holds its number) cannot
+ * be deleted — FAILED_PRECONDITION `LISTING_IN_USE` naming the instance.
+ * The check and the delete run in one transaction holding the listing's row
+ * lock, so an instance attaching the listing at the same moment is either
+ * seen or refused.
  */
 import { getCountries } from "libphonenumber-js/max";
-import { badField, type FieldViolation, invalidArgument, notFound } from "../../api/errors.js";
+import {
+  badField,
+  type FieldViolation,
+  failedPrecondition,
+  invalidArgument,
+  notFound,
+} from "../../api/errors.js";
 import { newResourceId } from "../../api/ids.js";
 import { charLength } from "../../api/labels.js";
 import { projectName, type ResourceRef, resourceName } from "../../api/names.js";
@@ -38,6 +56,7 @@ import { type PageResult, readPage } from "../../api/pagination.js";
 import type { Clock } from "../../clock.js";
 import { isUniqueViolation } from "../../db/client.js";
 import type { RegulatoryListingRow } from "../../db/schema/index.js";
+import type { NumberingStore } from "../store.js";
 import type { RegulatoryListingsRepository } from "./repository.js";
 
 export const RESOURCE_TYPE = "numbering.api.enfonica.com/RegulatoryListing";
@@ -92,6 +111,22 @@ export const NUMBER_TYPES_REQUIRING_VERIFICATION: ReadonlySet<NumberType> = new 
   "TOLL_FREE",
   "SHARED_RATE",
 ]);
+
+/**
+ * Whether a listing may be used for a number of `numberType` in `region`:
+ * valid, addressed in that region, and verified when the type needs it.
+ */
+export function isListingUsableFor(
+  listing: { valid: boolean; verified: boolean; regionCode: string },
+  region: string,
+  numberType: NumberType,
+): boolean {
+  return (
+    listing.valid &&
+    listing.regionCode === region &&
+    (listing.verified || !NUMBER_TYPES_REQUIRING_VERIFICATION.has(numberType))
+  );
+}
 
 /** Region-dependent address rules of the interface document. */
 export const REGION_ADDRESS_RULES: Readonly<Record<string, { postalCodeDigits: number }>> = {
@@ -239,7 +274,7 @@ export function isValidListing(listing: NewRegulatoryListing): boolean {
   return listingViolations(listing).length === 0;
 }
 
-function toListing(row: RegulatoryListingRow): RegulatoryListing {
+export function toListing(row: RegulatoryListingRow): RegulatoryListing {
   const ref = { projectId: row.projectId, id: row.id };
   const entity: Entity =
     row.businessName !== null
@@ -270,11 +305,20 @@ export interface PageParams {
 
 const MAX_ID_ATTEMPTS = 3;
 
+export interface ListingReview {
+  valid?: boolean;
+  verified?: boolean;
+}
+
 export class RegulatoryListingsDomain {
+  private readonly repository: RegulatoryListingsRepository;
+
   constructor(
-    private readonly repository: RegulatoryListingsRepository,
+    private readonly store: NumberingStore,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.repository = store.listings;
+  }
 
   async create(projectId: string, input: NewRegulatoryListing): Promise<RegulatoryListing> {
     const violations = listingViolations(input);
@@ -339,13 +383,32 @@ export class RegulatoryListingsDomain {
   }
 
   /**
-   * Deletes a listing. The interface forbids deleting a listing attached to
-   * an active phone number instance (FAILED_PRECONDITION `LISTING_IN_USE`);
-   * phone number instances do not exist yet, so no listing is attached.
+   * Deletes a listing, unless a phone number instance that is not deleted
+   * uses it (FAILED_PRECONDITION `LISTING_IN_USE` naming the instance).
    */
   async delete(ref: ResourceRef): Promise<void> {
-    const deleted = await this.repository.delete(ref.projectId, ref.id);
-    if (!deleted) throw notFound(RESOURCE_TYPE, resourceName(COLLECTION, ref));
+    const name = resourceName(COLLECTION, ref);
+    await this.store.transaction(async (store) => {
+      const listing = await store.listings.lock(ref.projectId, ref.id);
+      if (listing === undefined) throw notFound(RESOURCE_TYPE, name);
+      const user = await store.instances.anyAttached(listing.id);
+      if (user !== undefined) {
+        const instance = `projects/${user.projectId}/phoneNumberInstances/${user.id}`;
+        throw failedPrecondition(
+          "LISTING_IN_USE",
+          `${name} is attached to ${instance} (${user.lifecycleState}); delete that instance first`,
+          { listing: name, phone_number_instance: instance },
+        );
+      }
+      await store.listings.delete(ref.projectId, ref.id);
+    });
+  }
+
+  /** The operator's review: sets `valid` and/or `verified` (those given). */
+  async review(ref: ResourceRef, review: ListingReview): Promise<RegulatoryListing> {
+    const row = await this.repository.setReview(ref.projectId, ref.id, review, this.clock.now());
+    if (row === undefined) throw notFound(RESOURCE_TYPE, resourceName(COLLECTION, ref));
+    return toListing(row);
   }
 
   /** The listings usable for numbers of `numberType` in `regionCode`, newest first. */

@@ -68,6 +68,35 @@ export class RegulatoryListingsRepository {
     return row;
   }
 
+  /**
+   * The listing, its row locked until the transaction ends (`for update`):
+   * an instance attaching it concurrently (its foreign key check takes a key
+   * share lock) waits, or makes this wait, so a delete never misses it.
+   */
+  async lock(projectId: string, id: string): Promise<RegulatoryListingRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(t)
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)))
+      .for("update");
+    return row;
+  }
+
+  /** Sets the outcome of the operator's review (the fields given). */
+  async setReview(
+    projectId: string,
+    id: string,
+    review: { valid?: boolean; verified?: boolean },
+    updateTime: Date,
+  ): Promise<RegulatoryListingRow | undefined> {
+    const [row] = await this.db
+      .update(t)
+      .set({ ...review, updateTime })
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)))
+      .returning();
+    return row;
+  }
+
   /** Deletes the listing; whether it existed. */
   async delete(projectId: string, id: string): Promise<boolean> {
     const rows = await this.db

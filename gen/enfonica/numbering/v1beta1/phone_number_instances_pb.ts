@@ -364,7 +364,9 @@ export type ListPhoneNumberInstancesRequest = Message<"enfonica.numbering.v1beta
   pageToken: string;
 
   /**
-   * Optional. Only instances whose number starts with this prefix (E.164).
+   * Optional. Only instances holding a number that starts with this prefix
+   * (E.164; the `+` may be left out): a range matches when any of its
+   * numbers does.
    *
    * @generated from field: string prefix = 4;
    */
@@ -573,7 +575,9 @@ export const PhoneNumberInstances: GenService<{
    * `phone_number.name` (`phoneNumbers/{number}`) or
    * `phone_number.phone_number` (E.164). The instance is ACTIVE at once, with
    * `activate_time` equal to `create_time`. A number already provisioned
-   * gives ALREADY_EXISTS; a number not in inventory gives NOT_FOUND.
+   * gives ALREADY_EXISTS; a number not in inventory gives NOT_FOUND; a
+   * number in quarantine after a delete gives FAILED_PRECONDITION
+   * `NUMBER_IN_QUARANTINE`.
    *
    * Permission: `numbering.phoneNumberInstances.create`.
    *
@@ -624,7 +628,9 @@ export const PhoneNumberInstances: GenService<{
   },
   /**
    * Disconnects the number: the instance becomes DELETED with `delete_time`
-   * set, and the number returns to inventory after a quarantine period.
+   * set, and the number returns to inventory after a quarantine period
+   * (NUMBER_QUARANTINE_SECONDS). FAILED_PRECONDITION `INSTANCE_DELETED` when
+   * it is deleted already.
    *
    * Permission: `numbering.phoneNumberInstances.delete`.
    *
@@ -636,10 +642,12 @@ export const PhoneNumberInstances: GenService<{
     output: typeof PhoneNumberInstanceSchema;
   },
   /**
-   * Moves the instance (a range moves whole) to another project, keeping its
-   * configuration. Flows and SIP domains must be reconfigured in the
-   * destination project, and programmable handlers must accept the
-   * destination project's signing key.
+   * Moves the instance (a range moves whole) to another project under the
+   * same id, keeping its configuration, handler URIs included. Existing
+   * configuration may stop working: connected flows and SIP domains must be
+   * reconfigured in the destination project, and programmable handlers must
+   * accept the destination project's signing key. The regulatory listing
+   * belongs to the source project and is detached.
    *
    * Permission: `numbering.phoneNumberInstances.move` on both the source and
    * the destination project.
@@ -653,8 +661,11 @@ export const PhoneNumberInstances: GenService<{
   },
   /**
    * Splits a range in two: the first `size` numbers stay in the original
-   * range and the rest form a new range with its own primary instance. A
-   * range of 100 split with size 20 gives ranges of 20 and 80.
+   * range and the rest form a new range with its own primary instance (and
+   * the same configuration). A range of 100 split with size 20 gives ranges
+   * of 20 and 80. `size` must be 1 to the range's size minus 1
+   * (INVALID_ARGUMENT); a single number cannot be split
+   * (FAILED_PRECONDITION).
    *
    * Permission: `numbering.phoneNumberInstances.splitRange`.
    *

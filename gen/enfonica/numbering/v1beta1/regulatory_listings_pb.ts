@@ -511,8 +511,10 @@ export const RegulatoryListings: GenService<{
     output: typeof RegulatoryListingSchema;
   },
   /**
-   * Deletes a regulatory listing. A listing attached to an active phone
-   * number instance cannot be deleted (FAILED_PRECONDITION).
+   * Deletes a regulatory listing. A listing attached to a phone number
+   * instance that is not deleted (ACTIVE, SUSPENDED or PENDING) cannot be
+   * deleted: FAILED_PRECONDITION with reason `LISTING_IN_USE`, naming the
+   * instance.
    *
    * Permission: `numbering.regulatoryListings.delete`.
    *

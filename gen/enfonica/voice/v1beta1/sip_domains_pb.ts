@@ -70,6 +70,7 @@ export type SipDomain = Message<"enfonica.voice.v1beta1.SipDomain"> & {
 
   /**
    * Optional. How calls terminated by the domain's users are handled.
+   * Unspecified means (and reads back as) `TERMINATION_MODE_DISABLED`.
    *
    * @generated from field: enfonica.voice.v1beta1.SipDomain.TerminationMode call_termination_mode = 5;
    */
@@ -493,7 +494,8 @@ export type VerifyCollabDirectRoutingRequest = Message<"enfonica.voice.v1beta1.V
 
   /**
    * Required. The verification string issued by the collaboration
-   * platform's tenant, at most 256 characters.
+   * platform's tenant, at most 256 characters: `collab-verification=`
+   * followed by a token of 16 to 128 letters, digits, `_` or `-`.
    *
    * @generated from field: string verification_string = 2;
    */
@@ -515,7 +517,10 @@ export const VerifyCollabDirectRoutingRequestSchema: GenMessage<VerifyCollabDire
 export const SipDomains: GenService<{
   /**
    * Creates a SIP domain named `sip_domain_id`, which must be unique across
-   * all projects. `type` can be set only here. A domain of type
+   * all projects (ALREADY_EXISTS otherwise, also when two creates race). An
+   * id is never reissued: it stays taken after the domain is deleted, and
+   * even after its project is deleted, so an FQDN once in use can never
+   * reach someone else's domain. `type` can be set only here. A domain of type
    * `DOMAIN_TYPE_COLLAB_DIRECT_ROUTING` gets its `cidr_blocks` and its
    * load balancer alias from the service, and is billed by `channel_limit`
    * until it is deleted.
@@ -557,7 +562,9 @@ export const SipDomains: GenService<{
   /**
    * Updates a SIP domain. `type` is immutable. `cidr_blocks` cannot be
    * changed when `domain_optional` is true or for the type
-   * `DOMAIN_TYPE_COLLAB_DIRECT_ROUTING`.
+   * `DOMAIN_TYPE_COLLAB_DIRECT_ROUTING` (FAILED_PRECONDITION; sending the
+   * current blocks unchanged is fine). A deleted domain cannot be updated
+   * (FAILED_PRECONDITION).
    *
    * Permission: `voice.sipDomains.update`.
    *
@@ -570,7 +577,8 @@ export const SipDomains: GenService<{
   },
   /**
    * Deletes a SIP domain. The delete is soft: the domain stops working,
-   * `delete_time` is set and the deleted domain is returned.
+   * `delete_time` is set and the deleted domain is returned. Deleting a
+   * deleted domain is FAILED_PRECONDITION.
    *
    * Permission: `voice.sipDomains.delete`.
    *
@@ -585,7 +593,10 @@ export const SipDomains: GenService<{
    * Verifies a SIP domain of type `DOMAIN_TYPE_COLLAB_DIRECT_ROUTING` with
    * the collaboration platform by applying the verification string issued
    * by the platform's tenant, and returns the domain with its
-   * `collab_direct_routing_status`.
+   * `collab_direct_routing_status`. The string is recorded as the domain's
+   * published verification record; `verified` becomes true when the
+   * platform accepts it, which may be at once or later. Other types are
+   * FAILED_PRECONDITION; a malformed string is INVALID_ARGUMENT.
    *
    * Permission: `voice.sipDomains.update`.
    *

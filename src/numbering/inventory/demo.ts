@@ -1,0 +1,54 @@
+/**
+ * The demo inventory of the embedded database: only numbers that
+ * regulators reserve for drama, fiction and testing, so nobody real is ever
+ * called, yet a newcomer can search and provision at once.
+ *
+ * - Australia (ACMA): the geographic ranges (02), (03), (07) and (08)
+ *   5550 0000 to 5550 9999, and the fictitious mobiles 0491 570 006, 110,
+ *   156, 157, 158, 159, 313 and 737.
+ * - United Kingdom (Ofcom): London 020 7946 0000 to 020 7946 0999. (Ofcom's
+ *   drama mobiles, 07700 900xxx, are not valid numbers to libphonenumber, so
+ *   the inventory would refuse them.)
+ * - United States and Canada (NANPA): 555-0100 to 555-0199 in area codes
+ *   202, 212 and 415.
+ *
+ * Seeding is idempotent: numbers already present are left as they are, so
+ * an operator's changes survive restarts. It runs on start of the embedded
+ * (PGlite) database only; a PostgreSQL deployment starts with an empty
+ * inventory.
+ */
+import type { Capability, InventoryDomain, NewBlock } from "./domain.js";
+
+const LOCAL_VOICE: Capability[] = ["VOICE"];
+const MOBILE: Capability[] = ["VOICE", "SMS", "MMS"];
+
+function block(
+  startPhoneNumber: string,
+  size: number,
+  countryCode: string,
+  numberType: NewBlock["numberType"],
+  capabilities: Capability[],
+): NewBlock {
+  return { startPhoneNumber, size, countryCode, numberType, capabilities, sku: "", activationSku: "" };
+}
+
+const AU_FICTITIOUS_MOBILES = ["006", "110", "156", "157", "158", "159", "313", "737"].map(
+  (n) => `+61491570${n}`,
+);
+
+export const DEMO_BLOCKS: readonly NewBlock[] = [
+  block("+61255500000", 10_000, "AU", "LOCAL", LOCAL_VOICE),
+  block("+61355500000", 10_000, "AU", "LOCAL", LOCAL_VOICE),
+  block("+61755500000", 10_000, "AU", "LOCAL", LOCAL_VOICE),
+  block("+61855500000", 10_000, "AU", "LOCAL", LOCAL_VOICE),
+  ...AU_FICTITIOUS_MOBILES.map((n) => block(n, 1, "AU", "MOBILE", MOBILE)),
+  block("+442079460000", 1_000, "GB", "LOCAL", LOCAL_VOICE),
+  block("+12025550100", 100, "US", "LOCAL", MOBILE),
+  block("+12125550100", 100, "US", "LOCAL", MOBILE),
+  block("+14155550100", 100, "US", "LOCAL", MOBILE),
+];
+
+/** Adds the demo inventory, keeping numbers already present (idempotent). */
+export async function seedDemoInventory(inventory: InventoryDomain): Promise<void> {
+  for (const b of DEMO_BLOCKS) await inventory.addBlock(b, "keep");
+}
