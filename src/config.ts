@@ -3,6 +3,7 @@
  * validated. Nothing else in src/ reads process.env.
  */
 import { resolve } from "node:path";
+import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
 import {
   loadSipDomainsConfig,
   type SipDomainsConfig,
@@ -38,6 +39,39 @@ export interface Config {
    * again. Default 2592000 (30 days); 0 releases them at once.
    */
   numberQuarantineSeconds: number;
+  /** SIMULATOR_TIME_SCALE: seconds of wall-clock time per simulated second (src/telephony/simulator/config.ts). */
+  simulatorTimeScale: number;
+  /**
+   * ROLE: what this process does. `api` serves requests only, `worker` runs
+   * background work only (webhook delivery), `all` (default) both.
+   */
+  role: Role;
+  /** Outbound webhooks (src/events/). */
+  webhooks: WebhooksConfig;
+}
+
+export const ROLES = ["api", "worker", "all"] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface WebhooksConfig {
+  /**
+   * WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS=true allows destinations in private,
+   * loopback, link-local, unique-local and unspecified ranges (tests, local
+   * development). Default false: such destinations are refused.
+   */
+  allowPrivateDestinations: boolean;
+  /** WEBHOOKS_TIMEOUT_MS: time limit of one request (redirects included). Default 10000. */
+  timeoutMs: number;
+  /** WEBHOOKS_POLL_INTERVAL_MS: how often an idle worker looks for due events. Default 1000. */
+  pollIntervalMs: number;
+  /**
+   * WEBHOOKS_LEASE_SECONDS: how long a claimed event stays with its worker;
+   * after that another worker may take it (a crashed worker's events are
+   * retried). Must exceed the time of one round (URIs x timeout). Default 300.
+   */
+  leaseSeconds: number;
+  /** WEBHOOKS_BATCH_SIZE: events one worker claims and delivers at a time. Default 10. */
+  batchSize: number;
 }
 
 /** Default of NUMBER_QUARANTINE_SECONDS: 30 days. */
@@ -78,6 +112,24 @@ function operatorToken(raw: string | undefined, databaseUrl: string | undefined)
   return raw;
 }
 
+function bool(env: NodeJS.ProcessEnv, key: string, fallback: boolean): boolean {
+  const raw = env[key];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "true" || raw === "1") return true;
+  if (raw === "false" || raw === "0") return false;
+  throw new ConfigError(`${key} must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+function webhooks(env: NodeJS.ProcessEnv): WebhooksConfig {
+  return {
+    allowPrivateDestinations: bool(env, "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", false),
+    timeoutMs: int(env, "WEBHOOKS_TIMEOUT_MS", 10_000, 1, 600_000),
+    pollIntervalMs: int(env, "WEBHOOKS_POLL_INTERVAL_MS", 1000, 1, 3_600_000),
+    leaseSeconds: int(env, "WEBHOOKS_LEASE_SECONDS", 300, 1, 86_400),
+    batchSize: int(env, "WEBHOOKS_BATCH_SIZE", 10, 1, 1000),
+  };
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -90,6 +142,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
   }
+  const role = (env.ROLE || "all") as Role;
+  if (!ROLES.includes(role)) throw new ConfigError(`ROLE must be one of ${ROLES.join(", ")}`);
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL must be a postgres:// or postgresql:// URL");
@@ -104,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     operatorToken: operatorToken(env.SWITCHBOARD_OPERATOR_TOKEN, databaseUrl),
     sipDomains: sipDomains(env),
+    simulatorTimeScale: simulatorTimeScale(env),
     numberQuarantineSeconds: int(
       env,
       "NUMBER_QUARANTINE_SECONDS",
@@ -111,6 +166,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       0,
       10 * 366 * 24 * 3600,
     ),
+    role,
+    webhooks: webhooks(env),
   };
 }
 
@@ -119,6 +176,15 @@ function sipDomains(env: NodeJS.ProcessEnv): SipDomainsConfig {
     return loadSipDomainsConfig(env);
   } catch (err) {
     if (err instanceof SipDomainsConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function simulatorTimeScale(env: NodeJS.ProcessEnv): number {
+  try {
+    return loadSimulatorTimeScale(env);
+  } catch (err) {
+    if (err instanceof SimulatorConfigError) throw new ConfigError(err.message);
     throw err;
   }
 }

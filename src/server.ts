@@ -18,6 +18,7 @@ import { DbCredentialStore } from "./auth/store.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
 import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
+import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { numberingDomains } from "./numbering/domains.js";
 import { seedDemoInventory } from "./numbering/inventory/demo.js";
@@ -37,6 +38,8 @@ export interface App {
   operatorToken: OperatorToken;
   log: Logger;
   services: ServiceEntry[];
+  /** The webhook delivery worker; running unless ROLE=api. */
+  webhooks: WebhookWorker | undefined;
   /** The request handler of the one port: Connect, gRPC, gRPC-Web, REST, health. */
   handler: NodeHandlerFn;
   /** Starts listening; resolves with the bound address. */
@@ -135,12 +138,20 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { allowedOrigins: config.corsAllowedOrigins },
   );
 
+  // Background work: webhook delivery (ROLE=worker or all).
+  const webhooks =
+    config.role === "api"
+      ? undefined
+      : new WebhookWorker({ db: database, clock, config: config.webhooks, log });
+  webhooks?.start();
+
   let server: OnePortServer | undefined;
   return {
     config,
     operatorToken,
     log,
     services,
+    webhooks,
     handler,
     async listen(port = config.port, host = config.host) {
       if (server) throw new Error("already listening");
@@ -163,6 +174,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await s?.close();
       } finally {
         shutdown.abort();
+        await webhooks?.stop();
         await owned?.close();
         owned = undefined;
       }
@@ -182,6 +194,17 @@ async function databaseAnswers(db: Db): Promise<boolean> {
 
 async function main(): Promise<void> {
   const app = await build();
+  if (app.config.role === "worker") {
+    // Background work only: nothing listens.
+    app.log.info("switchboard worker started");
+    const stopWorker = async () => {
+      await app.close();
+      process.exit(0);
+    };
+    process.once("SIGINT", stopWorker);
+    process.once("SIGTERM", stopWorker);
+    return;
+  }
   const address = await app.listen();
   const baseUrl = `${app.config.tls ? "https" : "http"}://${address.address}:${address.port}`;
   app.log.info({ address: baseUrl }, "switchboard listening");

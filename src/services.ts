@@ -17,7 +17,9 @@ import { SipDomains } from "../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { ApiKeys } from "../gen/switchboard/admin/v1/api_keys_pb.js";
 import { NumberingAdmin } from "../gen/switchboard/admin/v1/numbering_pb.js";
 import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
+import { SimulatorAdmin } from "../gen/switchboard/admin/v1/simulator_pb.js";
 import { SipDomainAdmin } from "../gen/switchboard/admin/v1/sip_domains_pb.js";
+import { WebhookDeliveries } from "../gen/switchboard/admin/v1/webhooks_pb.js";
 import { ApiKeysDomain } from "./admin/api-keys.js";
 import { ApiKeysRepository } from "./admin/api-keys-repository.js";
 import { apiKeysService } from "./admin/api-keys-service.js";
@@ -29,6 +31,8 @@ import { unimplementedService } from "./api/unimplemented.js";
 import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import type { Db } from "./db/client.js";
+import { WebhookDeliveriesDomain, webhookDeliveriesService } from "./events/admin-service.js";
+import { WebhookEventsRepository } from "./events/repository.js";
 import type { Logger } from "./log.js";
 import { UnsubscribersDomain } from "./messaging/unsubscribers/domain.js";
 import { UnsubscribersRepository } from "./messaging/unsubscribers/repository.js";
@@ -37,6 +41,8 @@ import { numberingDomains } from "./numbering/domains.js";
 import { phoneNumbersService } from "./numbering/inventory/service.js";
 import { phoneNumberInstancesService } from "./numbering/phone-number-instances/service.js";
 import { regulatoryListingsService } from "./numbering/regulatory-listings/service.js";
+import { simulatorRoutes } from "./telephony/simulator/index.js";
+import { simulatorAdminService } from "./telephony/simulator/service.js";
 import { AliasesDomain } from "./voice/aliases/domain.js";
 import { aliasesService } from "./voice/aliases/service.js";
 import { sipDomainAdminService } from "./voice/sip-domains/admin-service.js";
@@ -78,6 +84,13 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     { desc: Messages, impl: unimplementedService(Messages) },
     { desc: SipDomains, impl: sipDomainsService(sipDomains) },
     { desc: SipDomainAdmin, impl: sipDomainAdminService(sipDomains) },
+    { desc: SimulatorAdmin, impl: simulatorAdminService(simulatorRoutes(deps.db, deps.clock)) },
+    {
+      desc: WebhookDeliveries,
+      impl: webhookDeliveriesService(
+        new WebhookDeliveriesDomain(new WebhookEventsRepository(deps.db), projects),
+      ),
+    },
     { desc: Aliases, impl: aliasesService(new AliasesDomain(voice, deps.clock, deps.config.sipDomains)) },
     { desc: Calls, impl: unimplementedService(Calls) },
     { desc: Recordings, impl: unimplementedService(Recordings) },

@@ -72,28 +72,27 @@ export function queryHash(query: PageRequest["query"]): string {
   return createHash("sha256").update(canonical).digest("base64url").slice(0, 22);
 }
 
+/**
+ * A page token: base64url JSON of the position after which the next page
+ * starts (its shape is the list's: [create_time ms, id] for keyset lists, a
+ * string key for `readKeyPage`), and the hash of the query it belongs to.
+ */
 interface TokenPayload {
   v: number;
-  /** create_time of the last row, epoch milliseconds. */
-  t: number;
-  /** id of the last row. */
-  i: string;
+  /** The position. */
+  p: unknown;
   /** queryHash of the query. */
   q: string;
 }
 
-export function encodePageToken(position: PagePosition, hash: string): string {
-  const payload: TokenPayload = {
-    v: TOKEN_VERSION,
-    t: position.createTime.getTime(),
-    i: position.id,
-    q: hash,
-  };
+/** A token for the page after `position` of the query hashed `hash`. */
+export function writePageToken(position: unknown, hash: string): string {
+  const payload: TokenPayload = { v: TOKEN_VERSION, p: position, q: hash };
   return Buffer.from(JSON.stringify(payload), "utf8").toString("base64url");
 }
 
 function decodePageToken(token: string): TokenPayload | undefined {
-  if (!/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
+  if (token.length > 1000 || !/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
   let payload: unknown;
   try {
     payload = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
@@ -102,22 +101,26 @@ function decodePageToken(token: string): TokenPayload | undefined {
   }
   if (payload === null || typeof payload !== "object") return undefined;
   const p = payload as Record<string, unknown>;
-  if (p.v !== TOKEN_VERSION) return undefined;
-  if (typeof p.t !== "number" || !Number.isSafeInteger(p.t) || Number.isNaN(new Date(p.t).getTime())) {
-    return undefined;
-  }
-  if (typeof p.i !== "string" || p.i === "" || p.i.length > 200) return undefined;
-  if (typeof p.q !== "string") return undefined;
-  return { v: p.v, t: p.t, i: p.i, q: p.q };
+  if (p.v !== TOKEN_VERSION || typeof p.q !== "string") return undefined;
+  return { v: p.v, p: p.p, q: p.q };
 }
 
-/** Reads the paging part of a request; throws INVALID_ARGUMENT `page_token` for a bad token. */
-export function startPage(request: PageRequest): Page {
+/**
+ * The paging part of a request: page size, query hash, and the position its
+ * token carries (`parse` checks the position's shape; undefined on the first
+ * page). A malformed token, or one issued for another query, is
+ * INVALID_ARGUMENT naming `page_token`.
+ */
+export function readPageToken<P>(
+  request: PageRequest,
+  parse: (position: unknown) => P | undefined,
+): { limit: number; hash: string; after: P | undefined } {
   const hash = queryHash(request.query);
   const limit = effectivePageSize(request.pageSize);
-  if (request.pageToken === "") return { limit, after: undefined, queryHash: hash };
+  if (request.pageToken === "") return { limit, hash, after: undefined };
   const payload = decodePageToken(request.pageToken);
-  if (payload === undefined) {
+  const after = payload === undefined ? undefined : parse(payload.p);
+  if (payload === undefined || after === undefined) {
     throw badField(
       PAGE_TOKEN_FIELD,
       "malformed page token; pass a next_page_token unchanged",
@@ -131,7 +134,26 @@ export function startPage(request: PageRequest): Page {
       "page_token.query_mismatch",
     );
   }
-  return { limit, after: { createTime: new Date(payload.t), id: payload.i }, queryHash: hash };
+  return { limit, hash, after };
+}
+
+function parsePosition(raw: unknown): PagePosition | undefined {
+  if (!Array.isArray(raw) || raw.length !== 2) return undefined;
+  const [t, i] = raw as [unknown, unknown];
+  if (typeof t !== "number" || !Number.isSafeInteger(t) || Number.isNaN(new Date(t).getTime()))
+    return undefined;
+  if (typeof i !== "string" || i === "" || i.length > 200) return undefined;
+  return { createTime: new Date(t), id: i };
+}
+
+export function encodePageToken(position: PagePosition, hash: string): string {
+  return writePageToken([position.createTime.getTime(), position.id], hash);
+}
+
+/** Reads the paging part of a request; throws INVALID_ARGUMENT `page_token` for a bad token. */
+export function startPage(request: PageRequest): Page {
+  const { limit, hash, after } = readPageToken(request, parsePosition);
+  return { limit, after, queryHash: hash };
 }
 
 /**

@@ -130,6 +130,11 @@ export const METHOD_POLICIES: Readonly<Record<string, MethodPolicy>> = {
   "switchboard.admin.v1.NumberingAdmin/SuspendPhoneNumberInstance": OPERATOR,
   "switchboard.admin.v1.NumberingAdmin/ResumePhoneNumberInstance": OPERATOR,
   "switchboard.admin.v1.NumberingAdmin/ReviewRegulatoryListing": OPERATOR,
+  "switchboard.admin.v1.SimulatorAdmin/CreateRoute": OPERATOR,
+  "switchboard.admin.v1.SimulatorAdmin/GetRoute": OPERATOR,
+  "switchboard.admin.v1.SimulatorAdmin/ListRoutes": OPERATOR,
+  "switchboard.admin.v1.SimulatorAdmin/DeleteRoute": OPERATOR,
+  "switchboard.admin.v1.WebhookDeliveries/ListWebhookDeliveries": OPERATOR,
   // standards every client may use without a credential
   "grpc.health.v1.Health/Check": PUBLIC,
   "grpc.health.v1.Health/List": PUBLIC,

@@ -25,6 +25,36 @@ CREATE TABLE "projects" (
 	"create_time" timestamp (3) with time zone NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "webhook_attempts" (
+	"id" bigserial PRIMARY KEY NOT NULL,
+	"event_id" text NOT NULL,
+	"round" integer NOT NULL,
+	"uri" text NOT NULL,
+	"start_time" timestamp (3) with time zone NOT NULL,
+	"finish_time" timestamp (3) with time zone NOT NULL,
+	"status_code" integer,
+	"error" text,
+	"duration_ms" integer NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "webhook_events" (
+	"id" text PRIMARY KEY NOT NULL,
+	"seq" bigserial NOT NULL,
+	"project_id" text NOT NULL,
+	"event_type" text NOT NULL,
+	"ordering_key" text,
+	"uris" text[] NOT NULL,
+	"body" text NOT NULL,
+	"state" text NOT NULL,
+	"attempt_count" integer DEFAULT 0 NOT NULL,
+	"next_attempt_time" timestamp (3) with time zone,
+	"lease_owner" text,
+	"lease_expire_time" timestamp (3) with time zone,
+	"create_time" timestamp (3) with time zone NOT NULL,
+	"complete_time" timestamp (3) with time zone,
+	CONSTRAINT "webhook_events_state_check" CHECK ("webhook_events"."state" in ('PENDING', 'DELIVERED', 'FAILED'))
+);
+--> statement-breakpoint
 CREATE TABLE "unsubscribers" (
 	"id" text PRIMARY KEY NOT NULL,
 	"project_id" text NOT NULL,
@@ -107,6 +137,19 @@ CREATE TABLE "regulatory_listings" (
         or ("regulatory_listings"."person_given_name" is null and "regulatory_listings"."person_family_name" is null and "regulatory_listings"."business_name" is not null))
 );
 --> statement-breakpoint
+CREATE TABLE "simulator_routes" (
+	"id" text PRIMARY KEY NOT NULL,
+	"prefix" text NOT NULL,
+	"outcome" text NOT NULL,
+	"ring_seconds" integer NOT NULL,
+	"talk_seconds" integer NOT NULL,
+	"audio" text NOT NULL,
+	"digits" text DEFAULT '' NOT NULL,
+	"error_code" text DEFAULT '' NOT NULL,
+	"error_message" text DEFAULT '' NOT NULL,
+	"create_time" timestamp (3) with time zone NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "sip_domain_aliases" (
 	"sip_domain_id" text NOT NULL,
 	"id" text NOT NULL,
@@ -154,6 +197,8 @@ CREATE TABLE "sip_domains" (
 --> statement-breakpoint
 ALTER TABLE "api_key_bindings" ADD CONSTRAINT "api_key_bindings_api_key_id_api_keys_id_fk" FOREIGN KEY ("api_key_id") REFERENCES "public"."api_keys"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_key_bindings" ADD CONSTRAINT "api_key_bindings_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_attempts" ADD CONSTRAINT "webhook_attempts_event_id_webhook_events_id_fk" FOREIGN KEY ("event_id") REFERENCES "public"."webhook_events"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_events" ADD CONSTRAINT "webhook_events_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "unsubscribers" ADD CONSTRAINT "unsubscribers_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "number_holdings" ADD CONSTRAINT "number_holdings_instance_id_phone_number_instances_id_fk" FOREIGN KEY ("instance_id") REFERENCES "public"."phone_number_instances"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "phone_number_instances" ADD CONSTRAINT "phone_number_instances_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -164,6 +209,10 @@ ALTER TABLE "sip_domains" ADD CONSTRAINT "sip_domains_project_id_projects_id_fk"
 CREATE INDEX "api_key_bindings_project_idx" ON "api_key_bindings" USING btree ("project_id");--> statement-breakpoint
 CREATE INDEX "api_keys_create_time_id_idx" ON "api_keys" USING btree ("create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "projects_create_time_id_idx" ON "projects" USING btree ("create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "webhook_attempts_event_idx" ON "webhook_attempts" USING btree ("event_id","id");--> statement-breakpoint
+CREATE INDEX "webhook_events_due_idx" ON "webhook_events" USING btree ("next_attempt_time") WHERE "webhook_events"."state" = 'PENDING';--> statement-breakpoint
+CREATE INDEX "webhook_events_ordering_idx" ON "webhook_events" USING btree ("project_id","ordering_key","seq") WHERE "webhook_events"."state" = 'PENDING' and "webhook_events"."ordering_key" is not null;--> statement-breakpoint
+CREATE INDEX "webhook_events_project_create_time_idx" ON "webhook_events" USING btree ("project_id","create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE UNIQUE INDEX "unsubscribers_project_phone_key" ON "unsubscribers" USING btree ("project_id","phone");--> statement-breakpoint
 CREATE INDEX "unsubscribers_project_create_time_idx" ON "unsubscribers" USING btree ("project_id","create_time","id");--> statement-breakpoint
 CREATE INDEX "inventory_numbers_country_type_number_idx" ON "inventory_numbers" USING btree ("country_code","number_type","phone_number");--> statement-breakpoint
@@ -172,6 +221,8 @@ CREATE INDEX "phone_number_instances_project_create_time_idx" ON "phone_number_i
 CREATE INDEX "phone_number_instances_listing_idx" ON "phone_number_instances" USING btree ("regulatory_listing_id");--> statement-breakpoint
 CREATE INDEX "regulatory_listings_project_create_time_idx" ON "regulatory_listings" USING btree ("project_id","create_time","id");--> statement-breakpoint
 CREATE INDEX "regulatory_listings_project_region_create_time_idx" ON "regulatory_listings" USING btree ("project_id","region_code","create_time","id");--> statement-breakpoint
+CREATE UNIQUE INDEX "simulator_routes_prefix_key" ON "simulator_routes" USING btree ("prefix");--> statement-breakpoint
+CREATE INDEX "simulator_routes_create_time_id_idx" ON "simulator_routes" USING btree ("create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "sip_domain_aliases_domain_create_time_idx" ON "sip_domain_aliases" USING btree ("sip_domain_id","create_time","id");--> statement-breakpoint
 CREATE INDEX "sip_domains_project_create_time_idx" ON "sip_domains" USING btree ("project_id","create_time","id");--> statement-breakpoint
 CREATE INDEX "sip_domains_domain_optional_idx" ON "sip_domains" USING btree ("id") WHERE "sip_domains"."domain_optional" and "sip_domains"."delete_time" is null;

@@ -1,0 +1,29 @@
+/** The carrier simulator's routes (global, operator-owned; see src/telephony/simulator). */
+import { index, integer, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { timestamptz } from "./columns.js";
+
+export const simulatorRoutes = pgTable(
+  "simulator_routes",
+  {
+    id: text("id").primaryKey(),
+    /** `+` and up to 15 digits, or empty (every destination). Unique. */
+    prefix: text("prefix").notNull(),
+    /** ANSWER | BUSY | REJECT | NO_ANSWER | FAIL. */
+    outcome: text("outcome").notNull(),
+    ringSeconds: integer("ring_seconds").notNull(),
+    talkSeconds: integer("talk_seconds").notNull(),
+    /** SPEECH | SILENCE. */
+    audio: text("audio").notNull(),
+    digits: text("digits").notNull().default(""),
+    errorCode: text("error_code").notNull().default(""),
+    errorMessage: text("error_message").notNull().default(""),
+    createTime: timestamptz("create_time").notNull(),
+  },
+  (t) => [
+    uniqueIndex("simulator_routes_prefix_key").on(t.prefix),
+    index("simulator_routes_create_time_id_idx").on(t.createTime.desc(), t.id.desc()),
+  ],
+);
+
+export type SimulatorRouteRow = typeof simulatorRoutes.$inferSelect;
+export type NewSimulatorRouteRow = typeof simulatorRoutes.$inferInsert;

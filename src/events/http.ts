@@ -1,0 +1,144 @@
+/**
+ * One outbound HTTP request of a webhook: POST with a time limit covering
+ * the whole exchange (redirects and response body included), redirects
+ * followed as fetch does (at most 5; 307/308 repeat the POST, 301/302/303
+ * continue with GET), the destination guard (destinations.ts) on every hop,
+ * and a fresh connection per request (no pooled sockets outlive it).
+ */
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { checkLiteralHost, DestinationRefusedError, guardedLookup } from "./destinations.js";
+
+export interface HttpPostOptions {
+  /** Time limit of the whole request, milliseconds. */
+  timeoutMs: number;
+  /** Skip the destination guard (WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS). */
+  allowPrivateDestinations: boolean;
+  /** Response bodies are cut at this many bytes. Default 1 MiB. */
+  maxResponseBytes?: number;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: IncomingMessage["headers"];
+  /** The response body (cut at `maxResponseBytes`). */
+  body: Buffer;
+  /** The URL that answered (after redirects). */
+  url: string;
+}
+
+/** A request that got no HTTP response; `message` says why. */
+export class HttpRequestError extends Error {
+  override name = "HttpRequestError";
+}
+
+const MAX_REDIRECTS = 5;
+const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+
+/**
+ * POSTs `body` to `url` with `headers`. Resolves with the final response
+ * whatever its status; rejects with HttpRequestError when there was none
+ * (timeout, refused destination, connection error, bad URL, too many
+ * redirects).
+ */
+export async function httpPost(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: HttpPostOptions,
+): Promise<HttpResponse> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), options.timeoutMs);
+  try {
+    let current = parseUrl(url);
+    let method = "POST";
+    let payload: string | undefined = body;
+    for (let hop = 0; ; hop++) {
+      const res = await once(current, method, headers, payload, options, abort.signal);
+      const location = res.headers.location;
+      if (res.status >= 300 && res.status < 400 && res.status !== 304 && location !== undefined) {
+        if (hop >= MAX_REDIRECTS) throw new HttpRequestError(`more than ${MAX_REDIRECTS} redirects`);
+        current = parseUrl(new URL(location, current).toString());
+        if (res.status !== 307 && res.status !== 308) {
+          method = "GET";
+          payload = undefined;
+        }
+        continue;
+      }
+      return res;
+    }
+  } catch (err) {
+    if (abort.signal.aborted) throw new HttpRequestError(`timed out after ${options.timeoutMs} ms`);
+    if (err instanceof HttpRequestError) throw err;
+    if (err instanceof DestinationRefusedError) throw new HttpRequestError(err.message);
+    const code = (err as { code?: unknown }).code;
+    const message = err instanceof Error ? err.message : String(err);
+    throw new HttpRequestError(
+      typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function parseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new HttpRequestError(`not a valid URL: ${raw}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new HttpRequestError(`unsupported URL scheme ${url.protocol}`);
+  }
+  return url;
+}
+
+function once(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  options: HttpPostOptions,
+  signal: AbortSignal,
+): Promise<HttpResponse> {
+  if (!options.allowPrivateDestinations) checkLiteralHost(url);
+  const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const outgoing: Record<string, string> = { ...headers };
+  if (body === undefined) delete outgoing["content-type"];
+  else outgoing["content-length"] = String(Buffer.byteLength(body, "utf8"));
+  return new Promise<HttpResponse>((resolve, reject) => {
+    const req = send(
+      url,
+      {
+        method,
+        headers: outgoing,
+        agent: false,
+        signal,
+        ...(options.allowPrivateDestinations ? {} : { lookup: guardedLookup }),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          if (size >= maxBytes) return;
+          const kept = chunk.subarray(0, maxBytes - size);
+          chunks.push(kept);
+          size += kept.length;
+        });
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks),
+            url: url.toString(),
+          }),
+        );
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}

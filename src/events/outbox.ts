@@ -1,0 +1,52 @@
+/**
+ * The webhook outbox: a change writes the events it causes with
+ * `enqueueWebhook(tx, ...)` inside its own transaction, so an event exists
+ * exactly when the change committed. Delivery happens later, in a worker
+ * (worker.ts); call `worker.kick()` after the commit to deliver at once
+ * rather than at the next poll.
+ */
+import { newResourceId } from "../api/ids.js";
+import type { DbOrTx } from "../db/client.js";
+import { webhookEvents } from "../db/schema/index.js";
+
+/** The `X-Enfonica-Event` values of contract/WIRE.md. */
+export type WebhookEventType = "CALL" | "CALL_STATE_UPDATE" | "RECORDING_READY" | "INCOMING_MESSAGE";
+
+export interface WebhookToEnqueue {
+  projectId: string;
+  eventType: WebhookEventType;
+  /** Destinations in order (fall-through); at least one. */
+  uris: readonly string[];
+  /** The body exactly as it is to be sent and signed (proto3 JSON of the resource). */
+  body: string;
+  /**
+   * Events with the same key in a project are delivered strictly one after
+   * another, in enqueue order: the next waits until the previous one was
+   * delivered or abandoned. Use the call's name for CALL_STATE_UPDATE.
+   */
+  orderingKey?: string;
+  /** Now, from the caller's clock: the create time and first due time. */
+  now: Date;
+}
+
+/**
+ * Writes a webhook event in the caller's transaction (or, given a `db`, on
+ * its own). Returns the event id, which receivers see as `webhook-id`.
+ */
+export async function enqueueWebhook(tx: DbOrTx, event: WebhookToEnqueue): Promise<string> {
+  if (event.uris.length === 0) throw new Error("a webhook needs at least one URI");
+  const id = newResourceId();
+  await tx.insert(webhookEvents).values({
+    id,
+    projectId: event.projectId,
+    eventType: event.eventType,
+    orderingKey: event.orderingKey ?? null,
+    uris: [...event.uris],
+    body: event.body,
+    state: "PENDING",
+    attemptCount: 0,
+    nextAttemptTime: event.now,
+    createTime: event.now,
+  });
+  return id;
+}

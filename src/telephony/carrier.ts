@@ -1,0 +1,141 @@
+/**
+ * The network behind the control plane, as the call engine sees it: place a
+ * call, learn how it goes through events, hang up, bridge two legs, and the
+ * media operations call-control markup needs. The carrier simulator
+ * (src/telephony/simulator) implements it; a SIP trunk adapter can later
+ * (INVITE -> 180 ringing(), 200 answered(), 486 busy, 603 rejected, 408 /
+ * the caller's timeout no-answer, other 4xx-6xx failed, BYE ended).
+ *
+ * Contract, whichever implementation:
+ * - `placeCall` resolves once the network has taken the call; no event fires
+ *   before it resolves.
+ * - Events come in this order: `ringing` (at most once; a busy or failed
+ *   call may never ring), `answered` (at most once), then `ended` exactly
+ *   once. After `ended` the leg is dead: nothing else fires and media
+ *   operations resolve at once with what they have.
+ * - Callbacks must not throw; what they start asynchronously is the
+ *   caller's to await.
+ * - Durations are in seconds of call time; an implementation takes time
+ *   only from the clock (and scheduler) it was given.
+ */
+
+/** What the call engine asks the network for. */
+export interface CarrierCallRequest {
+  /** The engine's call id, for logs and correlation (SIP Call-ID, say). */
+  callId: string;
+  /** Destination: E.164 (`+61491570156`) or a SIP URI. */
+  to: string;
+  /** Caller ID presented, E.164 or SIP URI. */
+  from: string;
+  /**
+   * How long the call may ring before it ends `no-answer`, counted from
+   * `placeCall` (the engine resolves the API's default first).
+   */
+  timeoutSeconds: number;
+}
+
+/** Why a leg ended. */
+export type EndCause =
+  /** The called party was busy (BUSY). */
+  | "busy"
+  /** The called party declined the call (REJECTED). */
+  | "rejected"
+  /** Nobody answered within `timeoutSeconds` (NOT_ANSWERED). */
+  | "no-answer"
+  /** The network could not deliver the call (FAILED). */
+  | "failed"
+  /** The remote party hung up after answering (COMPLETED). */
+  | "remote-hangup"
+  /** We hung up (`hangUp()`), answered or not. */
+  | "local-hangup";
+
+/** How a leg ended. Calls that never connected carry an error code and message. */
+export interface CallEnd {
+  cause: EndCause;
+  /** Set for busy, rejected, no-answer and failed: the call's `error_code`. */
+  errorCode?: string;
+  /** A description of `errorCode` for people: the call's `error_message`. */
+  errorMessage?: string;
+}
+
+/** The kind of audio the remote party sends (what a recording of it holds). */
+export type RemoteAudio = "speech" | "silence";
+
+/** What the engine learns when the remote party answers. */
+export interface AnsweredMedia {
+  remoteAudio: RemoteAudio;
+}
+
+/** Callbacks the network calls as the call progresses. */
+export interface CarrierEvents {
+  /** The destination is ringing (SIP 180/183). */
+  ringing(): void;
+  /** The remote party answered (SIP 200); media flows. */
+  answered(media: AnsweredMedia): void;
+  /** The leg ended, for whatever reason; called exactly once. */
+  ended(end: CallEnd): void;
+}
+
+/** Options of `collectDigits` (the markup's Input). */
+export interface CollectDigitsOptions {
+  /** Stop after this many digits; 0 means no limit (then `finishOnKey` or the timeout ends it). */
+  numDigits: number;
+  /** A key (`#`, `*` or a digit) that ends the input; not included in the result. Empty: none. */
+  finishOnKey: string;
+  /** Seconds to wait for the next key before giving up with what was pressed. */
+  timeoutSeconds: number;
+}
+
+/** What a play or say did. */
+export interface MediaResult {
+  /** false when the leg ended (or was hung up) before the audio finished. */
+  completed: boolean;
+}
+
+/** One call leg on the network. */
+export interface CarrierLeg {
+  readonly callId: string;
+  /** Where the leg is: set up, ringing, answered (media flows) or ended. */
+  readonly state: "setup" | "ringing" | "answered" | "ended";
+  /** The remote party's audio; known once answered. */
+  readonly remoteAudio: RemoteAudio | undefined;
+  /** The leg this one is bridged with, if any. */
+  readonly bridgedWith: CarrierLeg | undefined;
+
+  /**
+   * Hangs up (SIP CANCEL before answer, BYE after): pending network timers
+   * are cancelled and `ended({ cause: "local-hangup" })` fires at once.
+   * Does nothing on an ended leg.
+   */
+  hangUp(): void;
+
+  /**
+   * Connects the audio of this answered leg with another answered leg of
+   * the same carrier (the markup's Call/Endpoint). Either leg ending
+   * unbridges both; it does not end the other (the engine decides).
+   * Throws on a leg that is not answered, of another carrier, or itself.
+   */
+  bridge(other: CarrierLeg): void;
+
+  /** Plays audio of a known length (the engine fetched it) to the remote party. */
+  play(audio: { uri: string; durationSeconds: number }): Promise<MediaResult>;
+
+  /** Speaks `text` to the remote party (text to speech); the carrier knows how long it takes. */
+  say(text: string, options?: { language?: string; voice?: string }): Promise<MediaResult>;
+
+  /**
+   * Collects keys the remote party presses. Resolves with the keys pressed
+   * (without `finishOnKey`), possibly empty; when the leg ends first, with
+   * what was pressed until then.
+   */
+  collectDigits(options: CollectDigitsOptions): Promise<string>;
+
+  // TODO(recordings issue): recordAudio({ maxSeconds, finishOnKey,
+  // silenceTimeoutSeconds }) -> { durationSeconds, audio: RemoteAudio,
+  // pcm or a blob reference }, for <Record>, <RecordCall> and call recording.
+}
+
+/** The network: a simulator today, a SIP trunk adapter later. */
+export interface Carrier {
+  placeCall(request: CarrierCallRequest, events: CarrierEvents): Promise<CarrierLeg>;
+}

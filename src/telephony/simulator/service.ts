@@ -1,0 +1,70 @@
+/** The operator's SimulatorAdmin service: proto <-> SimulatorRoutes. Rules live in routes.ts. */
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  type SimulatorAdmin,
+  type SimulatorRoute,
+  SimulatorRoute_Audio,
+  SimulatorRoute_Outcome,
+  SimulatorRouteSchema,
+} from "../../../gen/switchboard/admin/v1/simulator_pb.js";
+import { badField } from "../../api/errors.js";
+import { type Audio, type Outcome, ROUTE_COLLECTION, type Route, type SimulatorRoutes } from "./routes.js";
+
+export function routeToProto(route: Route): SimulatorRoute {
+  return create(SimulatorRouteSchema, {
+    name: `${ROUTE_COLLECTION}/${route.id}`,
+    prefix: route.prefix,
+    outcome: SimulatorRoute_Outcome[route.outcome],
+    ringSeconds: route.ringSeconds,
+    talkSeconds: route.talkSeconds,
+    audio: SimulatorRoute_Audio[route.audio],
+    digits: route.digits,
+    errorCode: route.errorCode,
+    errorMessage: route.errorMessage,
+    createTime: timestampFromDate(route.createTime),
+  });
+}
+
+/** An enum value's name, undefined for UNSPECIFIED; an undefined number keeps its number so validation names it. */
+function enumName<T extends string>(names: Record<number, string>, value: number): T | undefined {
+  if (value === 0) return undefined;
+  return (names[value] ?? String(value)) as T;
+}
+
+function routeId(name: string, field: string): string {
+  const m = /^simulator\/routes\/([^/]+)$/.exec(name);
+  if (!m) throw badField(field, `must be ${ROUTE_COLLECTION}/{route}`, "name.format");
+  return m[1]!;
+}
+
+export function simulatorAdminService(routes: SimulatorRoutes): ServiceImpl<typeof SimulatorAdmin> {
+  return {
+    async createRoute(req) {
+      const r = req.route!;
+      const route = await routes.create({
+        prefix: r.prefix,
+        outcome: enumName<Outcome>(SimulatorRoute_Outcome, r.outcome),
+        ringSeconds: r.ringSeconds,
+        talkSeconds: r.talkSeconds,
+        audio: enumName<Audio>(SimulatorRoute_Audio, r.audio),
+        digits: r.digits,
+        errorCode: r.errorCode,
+        errorMessage: r.errorMessage,
+      });
+      return routeToProto(route);
+    },
+    async getRoute(req) {
+      return routeToProto(await routes.get(routeId(req.name, "name")));
+    },
+    async listRoutes(req) {
+      const page = await routes.list(req.pageSize, req.pageToken);
+      return { routes: page.items.map(routeToProto), nextPageToken: page.nextPageToken };
+    },
+    async deleteRoute(req) {
+      await routes.delete(routeId(req.name, "name"));
+      return {};
+    },
+  };
+}
