@@ -4,7 +4,7 @@
  * are those of `pagination.ts` — `page_size` 0 means 10 and above 100 means
  * 100; one more row than the page size is read; opaque tokens bound to the
  * query (a malformed token or one used with another query is
- * INVALID_ARGUMENT naming `page_token`); never OFFSET — only the position
+ * INVALID_ARGUMENT naming `page_token`); never offset-based — only the position
  * differs: the key of the last row returned, and the next page starts
  * strictly after it.
  */

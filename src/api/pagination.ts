@@ -3,7 +3,7 @@
  *
  * - `page_size`: 0 means 10; above 100 means 100 (negative values are
  *   refused by protovalidate before a handler runs).
- * - Keyset pagination on (create_time desc, id desc) — never OFFSET, so a
+ * - Keyset pagination on (create_time desc, id desc) — never offset-based, so a
  *   page costs the same wherever it is and rows created or deleted between
  *   pages neither shift nor repeat the rest. One more row than the page size
  *   is read to learn whether a next page exists; the last page has an empty
