@@ -4,6 +4,7 @@
  */
 import { resolve } from "node:path";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
+import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
 import {
   loadSipDomainsConfig,
   type SipDomainsConfig,
@@ -48,6 +49,8 @@ export interface Config {
   role: Role;
   /** Outbound webhooks (src/events/). */
   webhooks: WebhooksConfig;
+  /** CALL_RATES / CALL_RATES_CURRENCY: the price table of calls (src/voice/calls/rates.ts). */
+  callRates: CallRates;
 }
 
 export const ROLES = ["api", "worker", "all"] as const;
@@ -168,7 +171,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     role,
     webhooks: webhooks(env),
+    callRates: callRates(env),
   };
+}
+
+function callRates(env: NodeJS.ProcessEnv): CallRates {
+  try {
+    return loadCallRates(env);
+  } catch (err) {
+    if (err instanceof CallRatesError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 function sipDomains(env: NodeJS.ProcessEnv): SipDomainsConfig {

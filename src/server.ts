@@ -22,7 +22,8 @@ import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { numberingDomains } from "./numbering/domains.js";
 import { seedDemoInventory } from "./numbering/inventory/demo.js";
-import { buildServices, type ServiceEntry } from "./services.js";
+import { buildServices, createCallEngine, type ServiceEntry } from "./services.js";
+import type { Scheduler } from "./telephony/scheduler.js";
 import { withCors } from "./transport/cors.js";
 import { chainFallbacks, type Fallback } from "./transport/fallback.js";
 import { withGrpcMessageEncoding } from "./transport/grpc-message.js";
@@ -31,6 +32,7 @@ import { createOnePortServer, type OnePortServer } from "./transport/one-port.js
 import { createReflectionServices } from "./transport/reflection.js";
 import { createRestHandler, writeNotFound } from "./transport/rest/index.js";
 import type { NodeHandlerFn } from "./transport/types.js";
+import type { CallEngine } from "./voice/calls/engine.js";
 
 export interface App {
   config: Config;
@@ -38,6 +40,8 @@ export interface App {
   operatorToken: OperatorToken;
   log: Logger;
   services: ServiceEntry[];
+  /** The call engine (calls in flight end FAILED SERVICE_SHUTDOWN on close). */
+  engine: CallEngine;
   /** The webhook delivery worker; running unless ROLE=api. */
   webhooks: WebhookWorker | undefined;
   /** The request handler of the one port: Connect, gRPC, gRPC-Web, REST, health. */
@@ -64,6 +68,11 @@ export interface BuildOptions {
    * names.
    */
   db?: Db;
+  /**
+   * Timers of the carrier simulator and the call engine; by default real
+   * timers at SIMULATOR_TIME_SCALE on `clock` (tests pass a ManualScheduler).
+   */
+  scheduler?: Scheduler;
 }
 
 export async function build(options: BuildOptions = {}): Promise<App> {
@@ -89,7 +98,19 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     throw err;
   }
   const database = db!;
-  const services = options.services ?? buildServices({ config, clock, log, db: database });
+  // Background work: webhook delivery (ROLE=worker or all); started below.
+  const webhooks =
+    config.role === "api"
+      ? undefined
+      : new WebhookWorker({ db: database, clock, config: config.webhooks, log });
+  const kickWebhooks = () => webhooks?.kick();
+  // The call engine drives the calls created through this process's API.
+  const engine = createCallEngine(
+    { config, clock, log, db: database, kickWebhooks },
+    options.scheduler === undefined ? {} : { scheduler: options.scheduler },
+  );
+  const services =
+    options.services ?? buildServices({ config, clock, log, db: database, kickWebhooks, engine });
   const operatorToken = resolveOperatorToken(config);
   const authenticator = new Authenticator({
     operatorToken: operatorToken.token,
@@ -138,11 +159,6 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { allowedOrigins: config.corsAllowedOrigins },
   );
 
-  // Background work: webhook delivery (ROLE=worker or all).
-  const webhooks =
-    config.role === "api"
-      ? undefined
-      : new WebhookWorker({ db: database, clock, config: config.webhooks, log });
   webhooks?.start();
 
   let server: OnePortServer | undefined;
@@ -151,6 +167,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     operatorToken,
     log,
     services,
+    engine,
     webhooks,
     handler,
     async listen(port = config.port, host = config.host) {
@@ -174,6 +191,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await s?.close();
       } finally {
         shutdown.abort();
+        await engine.stop();
         await webhooks?.stop();
         await owned?.close();
         owned = undefined;

@@ -34,6 +34,10 @@ import type { Db } from "./db/client.js";
 import { WebhookDeliveriesDomain, webhookDeliveriesService } from "./events/admin-service.js";
 import { WebhookEventsRepository } from "./events/repository.js";
 import type { Logger } from "./log.js";
+import { MessagesDomain } from "./messaging/messages/domain.js";
+import { IncomingMessages } from "./messaging/messages/incoming.js";
+import { MessagesRepository } from "./messaging/messages/repository.js";
+import { messagesService } from "./messaging/messages/service.js";
 import { UnsubscribersDomain } from "./messaging/unsubscribers/domain.js";
 import { UnsubscribersRepository } from "./messaging/unsubscribers/repository.js";
 import { unsubscribersService } from "./messaging/unsubscribers/service.js";
@@ -41,10 +45,14 @@ import { numberingDomains } from "./numbering/domains.js";
 import { phoneNumbersService } from "./numbering/inventory/service.js";
 import { phoneNumberInstancesService } from "./numbering/phone-number-instances/service.js";
 import { regulatoryListingsService } from "./numbering/regulatory-listings/service.js";
-import { simulatorRoutes } from "./telephony/simulator/index.js";
+import type { Scheduler } from "./telephony/scheduler.js";
+import { createSimulatorCarrier, simulatorRoutes } from "./telephony/simulator/index.js";
 import { simulatorAdminService } from "./telephony/simulator/service.js";
 import { AliasesDomain } from "./voice/aliases/domain.js";
 import { aliasesService } from "./voice/aliases/service.js";
+import { CallsDomain } from "./voice/calls/domain.js";
+import { CallEngine } from "./voice/calls/engine.js";
+import { callsService } from "./voice/calls/service.js";
 import { sipDomainAdminService } from "./voice/sip-domains/admin-service.js";
 import { SipDomainsDomain } from "./voice/sip-domains/domain.js";
 import { VoiceStore } from "./voice/sip-domains/repository.js";
@@ -56,6 +64,36 @@ export interface Deps {
   log: Logger;
   /** The database (PGlite or PostgreSQL), migrated. */
   db: Db;
+  /** Tells the webhook worker that events were queued (optional: its poll finds them anyway). */
+  kickWebhooks?: () => void;
+  /**
+   * The call engine created calls go to. Without one, an engine on the
+   * carrier simulator with real timers (SIMULATOR_TIME_SCALE) is made.
+   */
+  engine?: CallEngine;
+}
+
+/** The call engine of the service: the carrier simulator on `scheduler` (real timers by default). */
+export function createCallEngine(
+  deps: Omit<Deps, "engine">,
+  options: { scheduler?: Scheduler } = {},
+): CallEngine {
+  const carrier = createSimulatorCarrier(
+    deps.db,
+    deps.clock,
+    deps.config,
+    options.scheduler === undefined ? {} : { scheduler: options.scheduler },
+  );
+  const kick = deps.kickWebhooks;
+  return new CallEngine({
+    db: deps.db,
+    carrier,
+    scheduler: carrier.scheduler,
+    log: deps.log,
+    rates: deps.config.callRates,
+    delivery: deps.config.webhooks,
+    ...(kick === undefined ? {} : { kick }),
+  });
 }
 
 export interface ServiceEntry {
@@ -81,10 +119,21 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     { desc: PhoneNumbers, impl: phoneNumbersService(numbering.inventory) },
     { desc: PhoneNumberInstances, impl: phoneNumberInstancesService(numbering.instances) },
     { desc: NumberingAdmin, impl: numberingAdminService(numbering) },
-    { desc: Messages, impl: unimplementedService(Messages) },
+    { desc: Messages, impl: messagesService(new MessagesDomain(new MessagesRepository(deps.db))) },
     { desc: SipDomains, impl: sipDomainsService(sipDomains) },
     { desc: SipDomainAdmin, impl: sipDomainAdminService(sipDomains) },
-    { desc: SimulatorAdmin, impl: simulatorAdminService(simulatorRoutes(deps.db, deps.clock)) },
+    {
+      desc: SimulatorAdmin,
+      impl: simulatorAdminService(
+        simulatorRoutes(deps.db, deps.clock),
+        new IncomingMessages({
+          db: deps.db,
+          numbers: numbering.instances,
+          clock: deps.clock,
+          ...(deps.kickWebhooks === undefined ? {} : { kickWebhooks: deps.kickWebhooks }),
+        }),
+      ),
+    },
     {
       desc: WebhookDeliveries,
       impl: webhookDeliveriesService(
@@ -92,7 +141,12 @@ export function buildServices(deps: Deps): ServiceEntry[] {
       ),
     },
     { desc: Aliases, impl: aliasesService(new AliasesDomain(voice, deps.clock, deps.config.sipDomains)) },
-    { desc: Calls, impl: unimplementedService(Calls) },
+    {
+      desc: Calls,
+      impl: callsService(
+        new CallsDomain(deps.db, deps.clock, numbering.instances, deps.engine ?? createCallEngine(deps)),
+      ),
+    },
     { desc: Recordings, impl: unimplementedService(Recordings) },
   ];
   return entries;

@@ -55,6 +55,23 @@ CREATE TABLE "webhook_events" (
 	CONSTRAINT "webhook_events_state_check" CHECK ("webhook_events"."state" in ('PENDING', 'DELIVERED', 'FAILED'))
 );
 --> statement-breakpoint
+CREATE TABLE "messages" (
+	"id" text PRIMARY KEY NOT NULL,
+	"project_id" text NOT NULL,
+	"to" text NOT NULL,
+	"from" text NOT NULL,
+	"body" text NOT NULL,
+	"direction" text NOT NULL,
+	"status" text NOT NULL,
+	"encoding" text NOT NULL,
+	"segment_count" integer NOT NULL,
+	"create_time" timestamp (3) with time zone NOT NULL,
+	CONSTRAINT "messages_direction_check" CHECK ("messages"."direction" in ('OUTGOING', 'INCOMING')),
+	CONSTRAINT "messages_status_check" CHECK ("messages"."status" in ('QUEUED', 'SENDING', 'SENT', 'FAILED', 'DELIVERED', 'UNDELIVERED', 'RECEIVED')),
+	CONSTRAINT "messages_encoding_check" CHECK ("messages"."encoding" in ('GSM7', 'UCS2')),
+	CONSTRAINT "messages_segment_count_check" CHECK ("messages"."segment_count" >= 1)
+);
+--> statement-breakpoint
 CREATE TABLE "unsubscribers" (
 	"id" text PRIMARY KEY NOT NULL,
 	"project_id" text NOT NULL,
@@ -195,10 +212,42 @@ CREATE TABLE "sip_domains" (
         else "sip_domains"."channel_limit" is null and "sip_domains"."collab_verified" is null end)
 );
 --> statement-breakpoint
+CREATE TABLE "calls" (
+	"id" text PRIMARY KEY NOT NULL,
+	"project_id" text NOT NULL,
+	"to" text NOT NULL,
+	"from" text NOT NULL,
+	"is_private" boolean DEFAULT false NOT NULL,
+	"labels" jsonb DEFAULT '{}'::jsonb NOT NULL,
+	"state" text NOT NULL,
+	"direction" text NOT NULL,
+	"transport" text NOT NULL,
+	"create_method" text NOT NULL,
+	"error_code" text DEFAULT '' NOT NULL,
+	"error_message" text DEFAULT '' NOT NULL,
+	"handler_uris" text[] NOT NULL,
+	"state_update_uri" text DEFAULT '' NOT NULL,
+	"timeout_seconds" integer NOT NULL,
+	"originating_call_id" text,
+	"parent_call_id" text,
+	"bridged" boolean DEFAULT false NOT NULL,
+	"price_currency" text,
+	"price_units" bigint,
+	"price_nanos" integer,
+	"answer_duration_ms" bigint,
+	"create_time" timestamp (3) with time zone NOT NULL,
+	"start_time" timestamp (3) with time zone,
+	"ring_time" timestamp (3) with time zone,
+	"answer_time" timestamp (3) with time zone,
+	"end_time" timestamp (3) with time zone,
+	CONSTRAINT "calls_state_check" CHECK ("calls"."state" in ('QUEUED', 'STARTING', 'RINGING', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'NOT_ANSWERED', 'BUSY', 'REJECTED'))
+);
+--> statement-breakpoint
 ALTER TABLE "api_key_bindings" ADD CONSTRAINT "api_key_bindings_api_key_id_api_keys_id_fk" FOREIGN KEY ("api_key_id") REFERENCES "public"."api_keys"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_key_bindings" ADD CONSTRAINT "api_key_bindings_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhook_attempts" ADD CONSTRAINT "webhook_attempts_event_id_webhook_events_id_fk" FOREIGN KEY ("event_id") REFERENCES "public"."webhook_events"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhook_events" ADD CONSTRAINT "webhook_events_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "messages" ADD CONSTRAINT "messages_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "unsubscribers" ADD CONSTRAINT "unsubscribers_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "number_holdings" ADD CONSTRAINT "number_holdings_instance_id_phone_number_instances_id_fk" FOREIGN KEY ("instance_id") REFERENCES "public"."phone_number_instances"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "phone_number_instances" ADD CONSTRAINT "phone_number_instances_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -206,6 +255,7 @@ ALTER TABLE "phone_number_instances" ADD CONSTRAINT "phone_number_instances_regu
 ALTER TABLE "regulatory_listings" ADD CONSTRAINT "regulatory_listings_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "sip_domain_aliases" ADD CONSTRAINT "sip_domain_aliases_sip_domain_id_sip_domains_id_fk" FOREIGN KEY ("sip_domain_id") REFERENCES "public"."sip_domains"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "sip_domains" ADD CONSTRAINT "sip_domains_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "calls" ADD CONSTRAINT "calls_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "api_key_bindings_project_idx" ON "api_key_bindings" USING btree ("project_id");--> statement-breakpoint
 CREATE INDEX "api_keys_create_time_id_idx" ON "api_keys" USING btree ("create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "projects_create_time_id_idx" ON "projects" USING btree ("create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
@@ -213,6 +263,7 @@ CREATE INDEX "webhook_attempts_event_idx" ON "webhook_attempts" USING btree ("ev
 CREATE INDEX "webhook_events_due_idx" ON "webhook_events" USING btree ("next_attempt_time") WHERE "webhook_events"."state" = 'PENDING';--> statement-breakpoint
 CREATE INDEX "webhook_events_ordering_idx" ON "webhook_events" USING btree ("project_id","ordering_key","seq") WHERE "webhook_events"."state" = 'PENDING' and "webhook_events"."ordering_key" is not null;--> statement-breakpoint
 CREATE INDEX "webhook_events_project_create_time_idx" ON "webhook_events" USING btree ("project_id","create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "messages_project_create_time_idx" ON "messages" USING btree ("project_id","create_time","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "unsubscribers_project_phone_key" ON "unsubscribers" USING btree ("project_id","phone");--> statement-breakpoint
 CREATE INDEX "unsubscribers_project_create_time_idx" ON "unsubscribers" USING btree ("project_id","create_time","id");--> statement-breakpoint
 CREATE INDEX "inventory_numbers_country_type_number_idx" ON "inventory_numbers" USING btree ("country_code","number_type","phone_number");--> statement-breakpoint
@@ -225,4 +276,5 @@ CREATE UNIQUE INDEX "simulator_routes_prefix_key" ON "simulator_routes" USING bt
 CREATE INDEX "simulator_routes_create_time_id_idx" ON "simulator_routes" USING btree ("create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "sip_domain_aliases_domain_create_time_idx" ON "sip_domain_aliases" USING btree ("sip_domain_id","create_time","id");--> statement-breakpoint
 CREATE INDEX "sip_domains_project_create_time_idx" ON "sip_domains" USING btree ("project_id","create_time","id");--> statement-breakpoint
-CREATE INDEX "sip_domains_domain_optional_idx" ON "sip_domains" USING btree ("id") WHERE "sip_domains"."domain_optional" and "sip_domains"."delete_time" is null;
+CREATE INDEX "sip_domains_domain_optional_idx" ON "sip_domains" USING btree ("id") WHERE "sip_domains"."domain_optional" and "sip_domains"."delete_time" is null;--> statement-breakpoint
+CREATE INDEX "calls_project_create_time_idx" ON "calls" USING btree ("project_id","create_time","id");

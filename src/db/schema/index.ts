@@ -5,3 +5,4 @@ export * from "./messaging.js";
 export * from "./numbering.js";
 export * from "./simulator.js";
 export * from "./voice.js";
+export * from "./voice-calls.js";

@@ -16,6 +16,20 @@ export class UnsubscribersRepository {
     return inserted!;
   }
 
+  /**
+   * Inserts the row unless the project already has an unsubscriber for its
+   * phone (then nothing changes, also under concurrent inserts, and the
+   * transaction stays usable). Returns the row inserted, or undefined.
+   */
+  async insertIfAbsent(row: NewUnsubscriberRow): Promise<UnsubscriberRow | undefined> {
+    const [inserted] = await this.db
+      .insert(t)
+      .values(row)
+      .onConflictDoNothing({ target: [t.projectId, t.phone] })
+      .returning();
+    return inserted;
+  }
+
   async find(projectId: string, id: string): Promise<UnsubscriberRow | undefined> {
     const [row] = await this.db
       .select()

@@ -1,4 +1,8 @@
-/** The operator's SimulatorAdmin service: proto <-> SimulatorRoutes. Rules live in routes.ts. */
+/**
+ * The operator's SimulatorAdmin service: proto <-> SimulatorRoutes (rules in
+ * routes.ts) and the network's incoming messages (rules in
+ * src/messaging/messages/incoming.ts).
+ */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -10,6 +14,8 @@ import {
   SimulatorRouteSchema,
 } from "../../../gen/switchboard/admin/v1/simulator_pb.js";
 import { badField } from "../../api/errors.js";
+import type { IncomingMessages } from "../../messaging/messages/incoming.js";
+import { messageToProto } from "../../messaging/messages/service.js";
 import { type Audio, type Outcome, ROUTE_COLLECTION, type Route, type SimulatorRoutes } from "./routes.js";
 
 export function routeToProto(route: Route): SimulatorRoute {
@@ -39,7 +45,10 @@ function routeId(name: string, field: string): string {
   return m[1]!;
 }
 
-export function simulatorAdminService(routes: SimulatorRoutes): ServiceImpl<typeof SimulatorAdmin> {
+export function simulatorAdminService(
+  routes: SimulatorRoutes,
+  incoming: IncomingMessages,
+): ServiceImpl<typeof SimulatorAdmin> {
   return {
     async createRoute(req) {
       const r = req.route!;
@@ -65,6 +74,9 @@ export function simulatorAdminService(routes: SimulatorRoutes): ServiceImpl<type
     async deleteRoute(req) {
       await routes.delete(routeId(req.name, "name"));
       return {};
+    },
+    async injectIncomingMessage(req) {
+      return messageToProto(await incoming.receive({ to: req.to, from: req.from, body: req.body }));
     },
   };
 }

@@ -16,13 +16,15 @@ import { file_google_api_field_behavior } from "../../../google/api/field_behavi
 import { file_google_api_resource } from "../../../google/api/resource_pb.js";
 import type { EmptySchema, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_empty, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { MessageSchema } from "../../../enfonica/messaging/v1/messages_pb.js";
+import { file_enfonica_messaging_v1_messages } from "../../../enfonica/messaging/v1/messages_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file switchboard/admin/v1/simulator.proto.
  */
 export const file_switchboard_admin_v1_simulator: GenFile = /*@__PURE__*/
-  fileDesc("CiRzd2l0Y2hib2FyZC9hZG1pbi92MS9zaW11bGF0b3IucHJvdG8SFHN3aXRjaGJvYXJkLmFkbWluLnYxItsFCg5TaW11bGF0b3JSb3V0ZRIRCgRuYW1lGAEgASgJQgPgQQMSKQoGcHJlZml4GAIgASgJQhm6SBZyFDISXihcK1swLTldezAsMTV9KT8kEkcKB291dGNvbWUYAyABKA4yLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5PdXRjb21lQgi6SAWCAQIQARIlCgxyaW5nX3NlY29uZHMYBCABKAVCCrpIBxoFGNgEKABIAIgBARImCgx0YWxrX3NlY29uZHMYBSABKAVCC7pICBoGGICjBSgASAGIAQESQwoFYXVkaW8YBiABKA4yKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5BdWRpb0IIukgFggECEAESJgoGZGlnaXRzGAcgASgJQha6SBNyETIPXlswLTkqI117MCw2NH0kEjQKCmVycm9yX2NvZGUYCCABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEh8KDWVycm9yX21lc3NhZ2UYCSABKAlCCLpIBXIDGPQDEjQKC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDIl0KB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEgoKBkFOU1dFUhABEggKBEJVU1kQAhIKCgZSRUpFQ1QQAxINCglOT19BTlNXRVIQBBIICgRGQUlMEAUiNwoFQXVkaW8SFQoRQVVESU9fVU5TUEVDSUZJRUQQABIKCgZTUEVFQ0gQARILCgdTSUxFTkNFEAI6P+pBPAogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGUSGHNpbXVsYXRvci9yb3V0ZXMve3JvdXRlfUIPCg1fcmluZ19zZWNvbmRzQg8KDV90YWxrX3NlY29uZHMiVAoSQ3JlYXRlUm91dGVSZXF1ZXN0Ej4KBXJvdXRlGAEgASgLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGVCCeBBArpIA8gBASJrCg9HZXRSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiQwoRTGlzdFJvdXRlc1JlcXVlc3QSGgoJcGFnZV9zaXplGAEgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAiABKAkiYwoSTGlzdFJvdXRlc1Jlc3BvbnNlEjQKBnJvdXRlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJuChJEZWxldGVSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQyvQQKDlNpbXVsYXRvckFkbWluEpABCgtDcmVhdGVSb3V0ZRIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZVJvdXRlUmVxdWVzdBokLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlIjHaQQVyb3V0ZYLT5JMCIzoFcm91dGUiGi9hZG1pbi92MS9zaW11bGF0b3Ivcm91dGVzEosBCghHZXRSb3V0ZRIlLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldFJvdXRlUmVxdWVzdBokLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlIjLaQQRuYW1lgtPkkwIlEiMvYWRtaW4vdjEve25hbWU9c2ltdWxhdG9yL3JvdXRlcy8qfRKDAQoKTGlzdFJvdXRlcxInLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RSb3V0ZXNSZXF1ZXN0Giguc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFJvdXRlc1Jlc3BvbnNlIiKC0+STAhwSGi9hZG1pbi92MS9zaW11bGF0b3Ivcm91dGVzEoMBCgtEZWxldGVSb3V0ZRIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkRlbGV0ZVJvdXRlUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSIy2kEEbmFtZYLT5JMCJSojL2FkbWluL3YxL3tuYW1lPXNpbXVsYXRvci9yb3V0ZXMvKn1CQ1pBZ2l0aHViLmNvbS9zd2l0Y2hib2FyZC9zd2l0Y2hib2FyZC9nZW4vc3dpdGNoYm9hcmQvYWRtaW4vdjE7YWRtaW5iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_empty, file_google_protobuf_timestamp]);
+  fileDesc("CiRzd2l0Y2hib2FyZC9hZG1pbi92MS9zaW11bGF0b3IucHJvdG8SFHN3aXRjaGJvYXJkLmFkbWluLnYxItsFCg5TaW11bGF0b3JSb3V0ZRIRCgRuYW1lGAEgASgJQgPgQQMSKQoGcHJlZml4GAIgASgJQhm6SBZyFDISXihcK1swLTldezAsMTV9KT8kEkcKB291dGNvbWUYAyABKA4yLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5PdXRjb21lQgi6SAWCAQIQARIlCgxyaW5nX3NlY29uZHMYBCABKAVCCrpIBxoFGNgEKABIAIgBARImCgx0YWxrX3NlY29uZHMYBSABKAVCC7pICBoGGICjBSgASAGIAQESQwoFYXVkaW8YBiABKA4yKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5BdWRpb0IIukgFggECEAESJgoGZGlnaXRzGAcgASgJQha6SBNyETIPXlswLTkqI117MCw2NH0kEjQKCmVycm9yX2NvZGUYCCABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEh8KDWVycm9yX21lc3NhZ2UYCSABKAlCCLpIBXIDGPQDEjQKC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDIl0KB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEgoKBkFOU1dFUhABEggKBEJVU1kQAhIKCgZSRUpFQ1QQAxINCglOT19BTlNXRVIQBBIICgRGQUlMEAUiNwoFQXVkaW8SFQoRQVVESU9fVU5TUEVDSUZJRUQQABIKCgZTUEVFQ0gQARILCgdTSUxFTkNFEAI6P+pBPAogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGUSGHNpbXVsYXRvci9yb3V0ZXMve3JvdXRlfUIPCg1fcmluZ19zZWNvbmRzQg8KDV90YWxrX3NlY29uZHMiVAoSQ3JlYXRlUm91dGVSZXF1ZXN0Ej4KBXJvdXRlGAEgASgLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGVCCeBBArpIA8gBASJrCg9HZXRSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiQwoRTGlzdFJvdXRlc1JlcXVlc3QSGgoJcGFnZV9zaXplGAEgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAiABKAkiYwoSTGlzdFJvdXRlc1Jlc3BvbnNlEjQKBnJvdXRlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJuChJEZWxldGVSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiUAocSW5qZWN0SW5jb21pbmdNZXNzYWdlUmVxdWVzdBIPCgJ0bxgBIAEoCUID4EECEhEKBGZyb20YAiABKAlCA+BBAhIMCgRib2R5GAMgASgJMusFCg5TaW11bGF0b3JBZG1pbhKQAQoLQ3JlYXRlUm91dGUSKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVSb3V0ZVJlcXVlc3QaJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZSIx2kEFcm91dGWC0+STAiM6BXJvdXRlIhovYWRtaW4vdjEvc2ltdWxhdG9yL3JvdXRlcxKLAQoIR2V0Um91dGUSJS5zd2l0Y2hib2FyZC5hZG1pbi52MS5HZXRSb3V0ZVJlcXVlc3QaJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZSIy2kEEbmFtZYLT5JMCJRIjL2FkbWluL3YxL3tuYW1lPXNpbXVsYXRvci9yb3V0ZXMvKn0SgwEKCkxpc3RSb3V0ZXMSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0Um91dGVzUmVxdWVzdBooLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RSb3V0ZXNSZXNwb25zZSIigtPkkwIcEhovYWRtaW4vdjEvc2ltdWxhdG9yL3JvdXRlcxKDAQoLRGVsZXRlUm91dGUSKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5EZWxldGVSb3V0ZVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiMtpBBG5hbWWC0+STAiUqIy9hZG1pbi92MS97bmFtZT1zaW11bGF0b3Ivcm91dGVzLyp9EqsBChVJbmplY3RJbmNvbWluZ01lc3NhZ2USMi5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmNvbWluZ01lc3NhZ2VSZXF1ZXN0Gh4uZW5mb25pY2EubWVzc2FnaW5nLnYxLk1lc3NhZ2UiPtpBDHRvLGZyb20sYm9keYLT5JMCKToBKiIkL2FkbWluL3YxL3NpbXVsYXRvci9pbmNvbWluZ01lc3NhZ2VzQkNaQWdpdGh1Yi5jb20vc3dpdGNoYm9hcmQvc3dpdGNoYm9hcmQvZ2VuL3N3aXRjaGJvYXJkL2FkbWluL3YxO2FkbWluYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_empty, file_google_protobuf_timestamp, file_enfonica_messaging_v1_messages]);
 
 /**
  * What the simulated network does with calls to the numbers starting with
@@ -329,6 +331,41 @@ export const DeleteRouteRequestSchema: GenMessage<DeleteRouteRequest> = /*@__PUR
   messageDesc(file_switchboard_admin_v1_simulator, 5);
 
 /**
+ * Request for `InjectIncomingMessage`.
+ *
+ * @generated from message switchboard.admin.v1.InjectIncomingMessageRequest
+ */
+export type InjectIncomingMessageRequest = Message<"switchboard.admin.v1.InjectIncomingMessageRequest"> & {
+  /**
+   * Required. The recipient: a valid number in E.164 (`+61491570156`).
+   *
+   * @generated from field: string to = 1;
+   */
+  to: string;
+
+  /**
+   * Required. The sender: a valid number in E.164.
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * Optional. The text, at most 1600 characters (Unicode code points).
+   *
+   * @generated from field: string body = 3;
+   */
+  body: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.InjectIncomingMessageRequest.
+ * Use `create(InjectIncomingMessageRequestSchema)` to create a new message.
+ */
+export const InjectIncomingMessageRequestSchema: GenMessage<InjectIncomingMessageRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_simulator, 6);
+
+/**
  * Programs the simulated network. Routes are global (not per project); every
  * method needs the operator token.
  *
@@ -383,6 +420,29 @@ export const SimulatorAdmin: GenService<{
     methodKind: "unary";
     input: typeof DeleteRouteRequestSchema;
     output: typeof EmptySchema;
+  },
+  /**
+   * Delivers a message from the network to `to`, as a carrier would. The
+   * ACTIVE phone number instance holding `to` (a number of a range included)
+   * receives it: the message is recorded in its project (direction INCOMING,
+   * status RECEIVED) and an INCOMING_MESSAGE webhook carrying the `Message`
+   * is queued to the instance's `incoming_message_handler_uris` (tried in
+   * order; none configured: no webhook). A body that is an opt-out keyword
+   * (STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT; case and surrounding
+   * whitespace ignored) also makes `from` an unsubscriber of the project
+   * with method MESSAGE, unless it already is one (then it is left as is).
+   * All of this commits together or not at all.
+   *
+   * A `to` that no instance holds, or whose instance is not ACTIVE
+   * (PENDING port-in, SUSPENDED, DELETED), is FAILED_PRECONDITION with
+   * reason `NUMBER_NOT_IN_SERVICE`. Returns the recorded message.
+   *
+   * @generated from rpc switchboard.admin.v1.SimulatorAdmin.InjectIncomingMessage
+   */
+  injectIncomingMessage: {
+    methodKind: "unary";
+    input: typeof InjectIncomingMessageRequestSchema;
+    output: typeof MessageSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchboard_admin_v1_simulator, 0);

@@ -1,0 +1,79 @@
+/**
+ * Calls: outgoing calls created through the API (and, later, incoming calls
+ * and child legs). Enum values are stored by their proto names. A call's
+ * options (ApiCallOptions) are stored as columns; `price_*` is set when the
+ * call reaches a terminal state (null before, and when no rate applies).
+ */
+import { sql } from "drizzle-orm";
+import { bigint, boolean, check, index, integer, jsonb, pgTable, text } from "drizzle-orm/pg-core";
+import { projects } from "./admin.js";
+import { timestamptz } from "./columns.js";
+
+export const CALL_STATES = [
+  "QUEUED",
+  "STARTING",
+  "RINGING",
+  "IN_PROGRESS",
+  "COMPLETED",
+  "FAILED",
+  "NOT_ANSWERED",
+  "BUSY",
+  "REJECTED",
+] as const;
+export type CallStateValue = (typeof CALL_STATES)[number];
+export const CALL_DIRECTIONS = ["OUTGOING", "INCOMING"] as const;
+export type CallDirectionValue = (typeof CALL_DIRECTIONS)[number];
+export const CALL_TRANSPORTS = ["PSTN", "CLIENT", "SIP"] as const;
+export type CallTransportValue = (typeof CALL_TRANSPORTS)[number];
+export const CALL_CREATE_METHODS = ["INCOMING_CALL", "PARENT_CALL", "API"] as const;
+export type CallCreateMethodValue = (typeof CALL_CREATE_METHODS)[number];
+
+export const calls = pgTable(
+  "calls",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    to: text("to").notNull(),
+    from: text("from").notNull(),
+    isPrivate: boolean("is_private").notNull().default(false),
+    labels: jsonb("labels").$type<Record<string, string>>().notNull().default({}),
+    state: text("state", { enum: CALL_STATES }).notNull(),
+    direction: text("direction", { enum: CALL_DIRECTIONS }).notNull(),
+    transport: text("transport", { enum: CALL_TRANSPORTS }).notNull(),
+    createMethod: text("create_method", { enum: CALL_CREATE_METHODS }).notNull(),
+    errorCode: text("error_code").notNull().default(""),
+    errorMessage: text("error_message").notNull().default(""),
+    /** ApiCallOptions.handler_uris, in order. */
+    handlerUris: text("handler_uris").array().notNull(),
+    /** ApiCallOptions.state_update_uri; empty when none. */
+    stateUpdateUri: text("state_update_uri").notNull().default(""),
+    /** ApiCallOptions.timeout_seconds as resolved (1..600; 0 in the request means 30). */
+    timeoutSeconds: integer("timeout_seconds").notNull(),
+    /** The call that originated this one (`<Call>` child legs); no FK, ids are never reused. */
+    originatingCallId: text("originating_call_id"),
+    parentCallId: text("parent_call_id"),
+    bridged: boolean("bridged").notNull().default(false),
+    priceCurrency: text("price_currency"),
+    priceUnits: bigint("price_units", { mode: "number" }),
+    priceNanos: integer("price_nanos"),
+    /** answer_duration in milliseconds; null until an answered call ends. */
+    answerDurationMs: bigint("answer_duration_ms", { mode: "number" }),
+    createTime: timestamptz("create_time").notNull(),
+    startTime: timestamptz("start_time"),
+    ringTime: timestamptz("ring_time"),
+    answerTime: timestamptz("answer_time"),
+    endTime: timestamptz("end_time"),
+  },
+  (t) => [
+    index("calls_project_create_time_idx").on(t.projectId, t.createTime, t.id),
+    check(
+      "calls_state_check",
+      sql`${t.state} in ('QUEUED', 'STARTING', 'RINGING', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'NOT_ANSWERED', 'BUSY', 'REJECTED')`,
+    ),
+  ],
+);
+
+export type CallRow = typeof calls.$inferSelect;
+export type NewCallRow = typeof calls.$inferInsert;

@@ -1,0 +1,248 @@
+/**
+ * Calls through the API: create (then handed to the engine), get, list.
+ *
+ * Rules of CreateCall (violations are INVALID_ARGUMENT naming the proto
+ * field path; protovalidate has already applied the proto's own rules):
+ * - `call.to`: a valid +E.164 number (libphonenumber-js/max `isValid`, and
+ *   written in its canonical E.164 form). Only PSTN destinations for now.
+ * - `call.from`: a valid +E.164 number that belongs to an ACTIVE phone
+ *   number instance of the project, a number inside a provisioned range
+ *   included (`findByNumber`). A number of another project, a suspended,
+ *   pending or deleted instance, or no instance at all: `call.from` names it.
+ * - `call.options`: required; `handler_uris` 1 to 5 absolute http(s) URIs
+ *   (tel: and sip: handlers are not supported yet), each violation naming
+ *   `call.options.handler_uris[i]`; `state_update_uri` empty or an absolute
+ *   http(s) URI; `timeout_seconds` 0 (= 30) or 1..600.
+ * - `call.labels`: at most 50 keys, keys 1..100 and values ..1000
+ *   characters, and at most 10 kB (10,240 UTF-8 bytes) of keys and values
+ *   together.
+ * - Output-only fields in the request are ignored.
+ * The call is created QUEUED, direction OUTGOING, transport PSTN,
+ * create_method API — its QUEUED state update enqueued in the same
+ * transaction — and handed to the engine after the transaction commits.
+ */
+import { and, eq } from "drizzle-orm";
+import { parsePhoneNumberFromString } from "libphonenumber-js/max";
+import { type FieldViolation, invalidArgument, notFound } from "../../api/errors.js";
+import { newResourceId } from "../../api/ids.js";
+import { labelViolations } from "../../api/labels.js";
+import { parseResourceName } from "../../api/names.js";
+import { keysetAfter, keysetOrder, type PageResult, readPage } from "../../api/pagination.js";
+import type { Clock } from "../../clock.js";
+import type { Db } from "../../db/client.js";
+import { type CallRow, calls } from "../../db/schema/index.js";
+import { enqueueWebhook } from "../../events/outbox.js";
+import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
+import { compileCallFilter } from "./filter.js";
+import { callJson } from "./proto.js";
+
+export const RESOURCE_TYPE = "voice.api.enfonica.com/Call";
+export const COLLECTION = "calls";
+export const DEFAULT_TIMEOUT_SECONDS = 30;
+export const MAX_TIMEOUT_SECONDS = 600;
+export const MAX_HANDLER_URIS = 5;
+export const MAX_LABEL_BYTES = 10 * 1024;
+
+export interface CallInput {
+  to: string;
+  from: string;
+  labels: Record<string, string>;
+  /** undefined when the request has no options. */
+  options:
+    | {
+        handlerUris: string[];
+        stateUpdateUri: string;
+        timeoutSeconds: number;
+      }
+    | undefined;
+}
+
+export function callName(row: Pick<CallRow, "projectId" | "id">): string {
+  return `projects/${row.projectId}/${COLLECTION}/${row.id}`;
+}
+
+function isCanonicalE164(value: string): boolean {
+  const parsed = parsePhoneNumberFromString(value);
+  return parsed?.isValid() === true && parsed.number === value;
+}
+
+function isHttpUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const url = new URL(value);
+  return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+}
+
+/** Everything wrong with `input` that can be told without the database. */
+export function callViolations(input: CallInput): FieldViolation[] {
+  const v: FieldViolation[] = [];
+  if (input.to === "") v.push({ field: "call.to", description: "is required", reason: "required" });
+  else if (!isCanonicalE164(input.to)) {
+    v.push({
+      field: "call.to",
+      description: "must be a valid phone number in E.164 form (+61491570156)",
+      reason: "e164",
+    });
+  }
+  if (input.from === "") v.push({ field: "call.from", description: "is required", reason: "required" });
+  else if (!isCanonicalE164(input.from)) {
+    v.push({
+      field: "call.from",
+      description: "must be a valid phone number in E.164 form (+61255501234)",
+      reason: "e164",
+    });
+  }
+  v.push(...labelViolations(input.labels, "call.labels"));
+  let bytes = 0;
+  for (const [k, val] of Object.entries(input.labels)) bytes += Buffer.byteLength(k) + Buffer.byteLength(val);
+  if (bytes > MAX_LABEL_BYTES) {
+    v.push({
+      field: "call.labels",
+      description: `keys and values together must be at most ${MAX_LABEL_BYTES} bytes`,
+      reason: "labels.max_bytes",
+    });
+  }
+  const o = input.options;
+  if (o === undefined) {
+    v.push({ field: "call.options", description: "is required", reason: "required" });
+    return v;
+  }
+  if (o.handlerUris.length === 0) {
+    v.push({
+      field: "call.options.handler_uris",
+      description: "at least one handler URI is required",
+      reason: "repeated.min_items",
+    });
+  } else if (o.handlerUris.length > MAX_HANDLER_URIS) {
+    v.push({
+      field: "call.options.handler_uris",
+      description: `at most ${MAX_HANDLER_URIS} handler URIs`,
+      reason: "repeated.max_items",
+    });
+  }
+  o.handlerUris.forEach((uri, i) => {
+    if (!isHttpUrl(uri)) {
+      v.push({
+        field: `call.options.handler_uris[${i}]`,
+        description: "must be an absolute http or https URI (tel: and sip: handlers are not supported yet)",
+        reason: "string.uri",
+      });
+    }
+  });
+  if (o.stateUpdateUri !== "" && !isHttpUrl(o.stateUpdateUri)) {
+    v.push({
+      field: "call.options.state_update_uri",
+      description: "must be an absolute http or https URI",
+      reason: "string.uri",
+    });
+  }
+  if (!Number.isInteger(o.timeoutSeconds) || o.timeoutSeconds < 0 || o.timeoutSeconds > MAX_TIMEOUT_SECONDS) {
+    v.push({
+      field: "call.options.timeout_seconds",
+      description: `must be 1 to ${MAX_TIMEOUT_SECONDS} (0 means ${DEFAULT_TIMEOUT_SECONDS})`,
+      reason: "int32.range",
+    });
+  }
+  return v;
+}
+
+/** Where created calls go: the engine. */
+export interface CallStarter {
+  start(call: CallRow): void;
+}
+
+export interface ListParams {
+  pageSize: number;
+  pageToken: string;
+  filter: string;
+}
+
+export class CallsDomain {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly instances: PhoneNumberInstancesDomain,
+    private readonly engine: CallStarter,
+  ) {}
+
+  async create(projectId: string, input: CallInput): Promise<CallRow> {
+    const violations = callViolations(input);
+    if (!violations.some((v) => v.field === "call.from")) {
+      const owner = await this.instances.findByNumber(input.from);
+      if (owner === undefined || owner.projectId !== projectId || owner.lifecycleState !== "ACTIVE") {
+        violations.push({
+          field: "call.from",
+          description: "must be a number of an ACTIVE phone number instance of this project",
+          reason: "from.not_owned",
+        });
+      }
+    }
+    if (violations.length > 0) throw invalidArgument(violations);
+    const o = input.options!;
+    const now = this.clock.now();
+    const row = await this.db.transaction(async (tx) => {
+      const [inserted] = (await tx
+        .insert(calls)
+        .values({
+          id: newResourceId(),
+          projectId,
+          to: input.to,
+          from: input.from,
+          labels: input.labels,
+          state: "QUEUED",
+          direction: "OUTGOING",
+          transport: "PSTN",
+          createMethod: "API",
+          handlerUris: o.handlerUris,
+          stateUpdateUri: o.stateUpdateUri,
+          timeoutSeconds: o.timeoutSeconds === 0 ? DEFAULT_TIMEOUT_SECONDS : o.timeoutSeconds,
+          createTime: now,
+        })
+        .returning()) as [CallRow];
+      // The QUEUED state update, in the same transaction as the call.
+      if (inserted.stateUpdateUri !== "") {
+        await enqueueWebhook(tx, {
+          projectId,
+          eventType: "CALL_STATE_UPDATE",
+          uris: [inserted.stateUpdateUri],
+          body: callJson(inserted),
+          orderingKey: callName(inserted),
+          now,
+        });
+      }
+      return inserted;
+    });
+    // After the commit: the engine drives the call from here.
+    this.engine.start(row);
+    return row;
+  }
+
+  async get(name: string): Promise<CallRow> {
+    const ref = parseResourceName(name, COLLECTION, "name");
+    const [row] = await this.db
+      .select()
+      .from(calls)
+      .where(and(eq(calls.projectId, ref.projectId), eq(calls.id, ref.id)));
+    if (row === undefined) throw notFound(RESOURCE_TYPE, name);
+    return row;
+  }
+
+  list(projectId: string, params: ListParams): Promise<PageResult<CallRow>> {
+    const condition = compileCallFilter(params.filter);
+    return readPage(
+      {
+        pageSize: params.pageSize,
+        pageToken: params.pageToken,
+        query: { method: "ListCalls", parent: projectId, filter: params.filter.trim() },
+      },
+      (after, limit) =>
+        this.db
+          .select()
+          .from(calls)
+          .where(
+            and(eq(calls.projectId, projectId), condition, keysetAfter(calls.createTime, calls.id, after)),
+          )
+          .orderBy(...keysetOrder(calls.createTime, calls.id))
+          .limit(limit),
+    );
+  }
+}
