@@ -51,6 +51,31 @@ export interface Config {
   webhooks: WebhooksConfig;
   /** CALL_RATES / CALL_RATES_CURRENCY: the price table of calls (src/voice/calls/rates.ts). */
   callRates: CallRates;
+  /** Recordings: blob store, download links, processing (src/recordings/). */
+  recordings: RecordingsConfig;
+}
+
+export interface RecordingsConfig {
+  /** BLOB_DIR: where the filesystem blob store keeps audio. Default `<DATA_DIR>/blobs`. */
+  blobDir: string;
+  /**
+   * RECORDING_LINK_SECRET: the HMAC key of audio download links (at least
+   * 32 characters). Unset on the embedded database: generated on first
+   * start and kept in the data directory. Required with DATABASE_URL, so
+   * that every replica signs and checks links with the same key.
+   */
+  linkSecret: string | undefined;
+  /**
+   * RECORDING_PROCESSING_TIMEOUT_MS: how long processing one recording may
+   * take before it ends FAILED with TIMEOUT. Default 60000.
+   */
+  processingTimeoutMs: number;
+  /**
+   * RECORDING_LINK_BASE_URL: scheme, host and port prepended to download
+   * links (`https://api.example.com`). Default empty: links are absolute
+   * paths, to resolve against the endpoint the client called.
+   */
+  linkBaseUrl: string;
 }
 
 export const ROLES = ["api", "worker", "all"] as const;
@@ -123,6 +148,34 @@ function bool(env: NodeJS.ProcessEnv, key: string, fallback: boolean): boolean {
   throw new ConfigError(`${key} must be true or false, got ${JSON.stringify(raw)}`);
 }
 
+function linkBaseUrl(raw: string | undefined): string {
+  if (raw === undefined || raw === "") return "";
+  if (!/^https?:\/\/[^/?#]+$/.test(raw.replace(/\/$/, ""))) {
+    throw new ConfigError("RECORDING_LINK_BASE_URL must be an http(s) origin, e.g. https://api.example.com");
+  }
+  return raw.replace(/\/$/, "");
+}
+
+function recordings(
+  env: NodeJS.ProcessEnv,
+  dataDir: string,
+  databaseUrl: string | undefined,
+): RecordingsConfig {
+  const secret = env.RECORDING_LINK_SECRET || undefined;
+  if (secret === undefined && databaseUrl !== undefined) {
+    throw new ConfigError("RECORDING_LINK_SECRET must be set when DATABASE_URL is set");
+  }
+  if (secret !== undefined && secret.length < 32) {
+    throw new ConfigError("RECORDING_LINK_SECRET must be at least 32 characters");
+  }
+  return {
+    blobDir: resolve(env.BLOB_DIR || resolve(dataDir, "blobs")),
+    linkSecret: secret,
+    processingTimeoutMs: int(env, "RECORDING_PROCESSING_TIMEOUT_MS", 60_000, 1, 3_600_000),
+    linkBaseUrl: linkBaseUrl(env.RECORDING_LINK_BASE_URL),
+  };
+}
+
 function webhooks(env: NodeJS.ProcessEnv): WebhooksConfig {
   return {
     allowPrivateDestinations: bool(env, "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS", false),
@@ -151,11 +204,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL must be a postgres:// or postgresql:// URL");
   }
+  const dataDir = resolve(env.DATA_DIR || "./data");
   return {
     port: int(env, "PORT", 8080, 0, 65535),
     host: env.HOST || "127.0.0.1",
     databaseUrl,
-    dataDir: resolve(env.DATA_DIR || "./data"),
+    dataDir,
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS, ["*"]),
     logLevel,
@@ -172,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     role,
     webhooks: webhooks(env),
     callRates: callRates(env),
+    recordings: recordings(env, dataDir, databaseUrl),
   };
 }
 

@@ -22,6 +22,7 @@ import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { numberingDomains } from "./numbering/domains.js";
 import { seedDemoInventory } from "./numbering/inventory/demo.js";
+import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
 import { withCors } from "./transport/cors.js";
@@ -109,8 +110,10 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { config, clock, log, db: database, kickWebhooks },
     options.scheduler === undefined ? {} : { scheduler: options.scheduler },
   );
+  // Recordings: shared by the API, the audio download route and the engine.
+  const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks });
   const services =
-    options.services ?? buildServices({ config, clock, log, db: database, kickWebhooks, engine });
+    options.services ?? buildServices({ config, clock, log, db: database, kickWebhooks, engine, recordings });
   const operatorToken = resolveOperatorToken(config);
   const authenticator = new Authenticator({
     operatorToken: operatorToken.token,
@@ -136,6 +139,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const fallbacks: Fallback[] = [
     // GET /healthz, /readyz (ready when the database answers)
     createHealthHttp(health, { readiness: options.readiness ?? (() => databaseAnswers(database)) }),
+    // GET signed recording audio links (src/recordings/links.ts)
+    recordingAudioRoute(recordings),
     // google.api.http paths, through the same services and interceptors
     createRestHandler({ services, routes, interceptors, log }),
     (req, res) => {

@@ -27,7 +27,6 @@ import { numberingAdminService } from "./admin/numbering-service.js";
 import { ProjectsDomain } from "./admin/projects.js";
 import { ProjectsRepository } from "./admin/projects-repository.js";
 import { projectsService } from "./admin/projects-service.js";
-import { unimplementedService } from "./api/unimplemented.js";
 import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import type { Db } from "./db/client.js";
@@ -45,6 +44,7 @@ import { numberingDomains } from "./numbering/domains.js";
 import { phoneNumbersService } from "./numbering/inventory/service.js";
 import { phoneNumberInstancesService } from "./numbering/phone-number-instances/service.js";
 import { regulatoryListingsService } from "./numbering/regulatory-listings/service.js";
+import { createRecordings, type RecordingsDomain, recordingsService } from "./recordings/index.js";
 import type { Scheduler } from "./telephony/scheduler.js";
 import { createSimulatorCarrier, simulatorRoutes } from "./telephony/simulator/index.js";
 import { simulatorAdminService } from "./telephony/simulator/service.js";
@@ -52,6 +52,7 @@ import { AliasesDomain } from "./voice/aliases/domain.js";
 import { aliasesService } from "./voice/aliases/service.js";
 import { CallsDomain } from "./voice/calls/domain.js";
 import { CallEngine } from "./voice/calls/engine.js";
+import { IncomingCalls } from "./voice/calls/incoming.js";
 import { callsService } from "./voice/calls/service.js";
 import { sipDomainAdminService } from "./voice/sip-domains/admin-service.js";
 import { SipDomainsDomain } from "./voice/sip-domains/domain.js";
@@ -71,6 +72,8 @@ export interface Deps {
    * carrier simulator with real timers (SIMULATOR_TIME_SCALE) is made.
    */
   engine?: CallEngine;
+  /** Recordings (shared with the download route and the engine); made from the config when absent. */
+  recordings?: RecordingsDomain;
 }
 
 /** The call engine of the service: the carrier simulator on `scheduler` (real timers by default). */
@@ -108,6 +111,7 @@ export function buildServices(deps: Deps): ServiceEntry[] {
   const projects = new ProjectsRepository(deps.db);
   const voice = new VoiceStore(deps.db);
   const sipDomains = new SipDomainsDomain(voice, deps.clock, deps.config.sipDomains);
+  const engine = deps.engine ?? createCallEngine(deps);
   const entries: ServiceEntry[] = [
     { desc: Projects, impl: projectsService(new ProjectsDomain(projects, deps.clock)) },
     {
@@ -132,6 +136,13 @@ export function buildServices(deps: Deps): ServiceEntry[] {
           clock: deps.clock,
           ...(deps.kickWebhooks === undefined ? {} : { kickWebhooks: deps.kickWebhooks }),
         }),
+        new IncomingCalls({
+          db: deps.db,
+          numbers: numbering.instances,
+          clock: deps.clock,
+          engine,
+          sipDomains,
+        }),
       ),
     },
     {
@@ -143,11 +154,9 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     { desc: Aliases, impl: aliasesService(new AliasesDomain(voice, deps.clock, deps.config.sipDomains)) },
     {
       desc: Calls,
-      impl: callsService(
-        new CallsDomain(deps.db, deps.clock, numbering.instances, deps.engine ?? createCallEngine(deps)),
-      ),
+      impl: callsService(new CallsDomain(deps.db, deps.clock, numbering.instances, engine)),
     },
-    { desc: Recordings, impl: unimplementedService(Recordings) },
+    { desc: Recordings, impl: recordingsService(deps.recordings ?? createRecordings(deps)) },
   ];
   return entries;
 }

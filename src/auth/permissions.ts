@@ -135,6 +135,7 @@ export const METHOD_POLICIES: Readonly<Record<string, MethodPolicy>> = {
   "switchboard.admin.v1.SimulatorAdmin/ListRoutes": OPERATOR,
   "switchboard.admin.v1.SimulatorAdmin/DeleteRoute": OPERATOR,
   "switchboard.admin.v1.SimulatorAdmin/InjectIncomingMessage": OPERATOR,
+  "switchboard.admin.v1.SimulatorAdmin/InjectIncomingCall": OPERATOR,
   "switchboard.admin.v1.WebhookDeliveries/ListWebhookDeliveries": OPERATOR,
   // standards every client may use without a credential
   "grpc.health.v1.Health/Check": PUBLIC,

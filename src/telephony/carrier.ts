@@ -135,7 +135,23 @@ export interface CarrierLeg {
   // pcm or a blob reference }, for <Record>, <RecordCall> and call recording.
 }
 
+/** An incoming call the network offers, as the engine answers it. */
+export interface IncomingCallRequest {
+  /** The engine's call id. */
+  callId: string;
+  /** The dialled number (E.164) or SIP URI. */
+  to: string;
+  /** The caller: E.164, a SIP URI, or empty when withheld. */
+  from: string;
+}
+
 /** The network: a simulator today, a SIP trunk adapter later. */
 export interface Carrier {
   placeCall(request: CarrierCallRequest, events: CarrierEvents): Promise<CarrierLeg>;
+  /**
+   * Answers a call the network delivered (SIP 200 to its INVITE). Resolves
+   * with the leg once taken; `answered` then fires (never `ringing`: it rang
+   * at us), and `ended` once the caller hangs up or we do.
+   */
+  acceptCall(request: IncomingCallRequest, events: CarrierEvents): Promise<CarrierLeg>;
 }

@@ -30,9 +30,17 @@ import { buildServices } from "../../src/services.js";
 /** The operator token of every test app and client. */
 export const TEST_OPERATOR_TOKEN = "test-operator-token-0123456789abcdef";
 
-/** A configuration for tests: silent, with the test operator token. */
+/** The recording link secret of every test app. */
+export const TEST_RECORDING_LINK_SECRET = "test-recording-link-secret-0123456789abcdef";
+
+/** A configuration for tests: silent, with the test operator token and recording link secret. */
 export function testConfig(env: NodeJS.ProcessEnv = {}) {
-  return loadConfig({ LOG_LEVEL: "silent", SWITCHBOARD_OPERATOR_TOKEN: TEST_OPERATOR_TOKEN, ...env });
+  return loadConfig({
+    LOG_LEVEL: "silent",
+    SWITCHBOARD_OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,
+    RECORDING_LINK_SECRET: TEST_RECORDING_LINK_SECRET,
+    ...env,
+  });
 }
 
 /** An interceptor sending `Authorization: Bearer <token>` (no header when token is undefined). */

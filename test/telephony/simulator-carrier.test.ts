@@ -75,6 +75,41 @@ async function place(routes: Route[], request: Partial<CarrierCallRequest> = {})
 const timeline = (events: Recorded[]) => events.map((e) => [e.event, e.at]);
 
 describe("SimulatorCarrier", () => {
+  it("accepts an incoming call: answered at once, the caller behaving as the route of its number", async () => {
+    const scheduler = new ManualScheduler();
+    const carrier = new SimulatorCarrier(
+      memoryRoutes(route({ prefix: "+6125550", talkSeconds: 7, audio: "SILENCE", digits: "9" })),
+      scheduler,
+    );
+    const t0 = scheduler.now();
+    const rec = recorder(scheduler, () => t0);
+    const leg = (await carrier.acceptCall(
+      { callId: "in1", to: "+61491570156", from: "+61255501234" },
+      rec.callbacks,
+    )) as SimulatorLeg;
+    expect(rec.events).toEqual([]);
+    expect(leg.state).toBe("setup");
+    await scheduler.advance(0);
+    expect(leg.state).toBe("answered");
+    expect(
+      await Promise.all([
+        leg.collectDigits({ numDigits: 1, finishOnKey: "", timeoutSeconds: 5 }),
+        scheduler.advance(1),
+      ]).then(([d]) => d),
+    ).toBe("9");
+    await scheduler.advance(100);
+    expect(timeline(rec.events)).toEqual([
+      ["answered:silence", 0],
+      ["ended:remote-hangup", 7],
+    ]);
+    // A withheld caller takes the default route.
+    const hidden = (await carrier.acceptCall(
+      { callId: "in2", to: "+61491570156", from: "" },
+      rec.callbacks,
+    )) as SimulatorLeg;
+    expect(hidden.route).toBe(DEFAULT_ROUTE);
+  });
+
   it("answers on the default route: rings 2 s after setup, talks 30 s, speech", async () => {
     const { scheduler, leg, events } = await place([]);
     expect(leg.route).toBe(DEFAULT_ROUTE);

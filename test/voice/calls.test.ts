@@ -481,6 +481,9 @@ describe.each(testDatabases())("outgoing calls on $name", (backend) => {
         placeCall: async () => {
           throw new Error("network down");
         },
+        acceptCall: async () => {
+          throw new Error("network down");
+        },
       });
       const row = await domain.create(project.split("/")[1]!, input(from));
       for (let i = 0; i < 200 && engine.activeCount > 0; i++) await sleep(5);

@@ -154,6 +154,26 @@ CREATE TABLE "regulatory_listings" (
         or ("regulatory_listings"."person_given_name" is null and "regulatory_listings"."person_family_name" is null and "regulatory_listings"."business_name" is not null))
 );
 --> statement-breakpoint
+CREATE TABLE "recordings" (
+	"id" text PRIMARY KEY NOT NULL,
+	"project_id" text NOT NULL,
+	"call_id" text NOT NULL,
+	"source" text NOT NULL,
+	"state" text NOT NULL,
+	"duration_ms" integer,
+	"channel_count" integer NOT NULL,
+	"post_processing" text[] DEFAULT '{}' NOT NULL,
+	"error_code" text,
+	"ready_uri" text DEFAULT '' NOT NULL,
+	"renditions" jsonb DEFAULT '[]'::jsonb NOT NULL,
+	"start_time" timestamp (3) with time zone,
+	"create_time" timestamp (3) with time zone NOT NULL,
+	"complete_time" timestamp (3) with time zone,
+	CONSTRAINT "recordings_source_check" CHECK ("recordings"."source" in ('RECORD_ACTION', 'CALL_RECORDING')),
+	CONSTRAINT "recordings_state_check" CHECK ("recordings"."state" in ('PENDING', 'SUCCEEDED', 'EMPTY', 'FAILED')),
+	CONSTRAINT "recordings_channel_count_check" CHECK ("recordings"."channel_count" in (1, 2))
+);
+--> statement-breakpoint
 CREATE TABLE "simulator_routes" (
 	"id" text PRIMARY KEY NOT NULL,
 	"prefix" text NOT NULL,
@@ -253,6 +273,7 @@ ALTER TABLE "number_holdings" ADD CONSTRAINT "number_holdings_instance_id_phone_
 ALTER TABLE "phone_number_instances" ADD CONSTRAINT "phone_number_instances_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "phone_number_instances" ADD CONSTRAINT "phone_number_instances_regulatory_listing_id_regulatory_listings_id_fk" FOREIGN KEY ("regulatory_listing_id") REFERENCES "public"."regulatory_listings"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "regulatory_listings" ADD CONSTRAINT "regulatory_listings_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "recordings" ADD CONSTRAINT "recordings_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "sip_domain_aliases" ADD CONSTRAINT "sip_domain_aliases_sip_domain_id_sip_domains_id_fk" FOREIGN KEY ("sip_domain_id") REFERENCES "public"."sip_domains"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "sip_domains" ADD CONSTRAINT "sip_domains_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "calls" ADD CONSTRAINT "calls_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -272,6 +293,8 @@ CREATE INDEX "phone_number_instances_project_create_time_idx" ON "phone_number_i
 CREATE INDEX "phone_number_instances_listing_idx" ON "phone_number_instances" USING btree ("regulatory_listing_id");--> statement-breakpoint
 CREATE INDEX "regulatory_listings_project_create_time_idx" ON "regulatory_listings" USING btree ("project_id","create_time","id");--> statement-breakpoint
 CREATE INDEX "regulatory_listings_project_region_create_time_idx" ON "regulatory_listings" USING btree ("project_id","region_code","create_time","id");--> statement-breakpoint
+CREATE INDEX "recordings_project_create_time_idx" ON "recordings" USING btree ("project_id","create_time","id");--> statement-breakpoint
+CREATE INDEX "recordings_project_call_create_time_idx" ON "recordings" USING btree ("project_id","call_id","create_time","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "simulator_routes_prefix_key" ON "simulator_routes" USING btree ("prefix");--> statement-breakpoint
 CREATE INDEX "simulator_routes_create_time_id_idx" ON "simulator_routes" USING btree ("create_time" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "sip_domain_aliases_domain_create_time_idx" ON "sip_domain_aliases" USING btree ("sip_domain_id","create_time","id");--> statement-breakpoint

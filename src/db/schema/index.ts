@@ -3,6 +3,7 @@ export * from "./admin.js";
 export * from "./events.js";
 export * from "./messaging.js";
 export * from "./numbering.js";
+export * from "./recordings.js";
 export * from "./simulator.js";
 export * from "./voice.js";
 export * from "./voice-calls.js";

@@ -24,6 +24,11 @@
  * (consumed, not returned), or — the sequence being exhausted — the input's
  * timeout; keys left over go to the next collectDigits. `say` lasts
  * speechSeconds(text); `play` lasts the duration it is given.
+ *
+ * An incoming call (acceptCall) is answered at once (0 s on the scheduler,
+ * after acceptCall resolved); the remote party is the caller, behaving as
+ * the route matching the caller's number says (its talk seconds, audio and
+ * digits; a withheld caller takes the empty-prefix route or the default).
  */
 import type {
   AnsweredMedia,
@@ -34,6 +39,7 @@ import type {
   CarrierLeg,
   CollectDigitsOptions,
   EndCause,
+  IncomingCallRequest,
   MediaResult,
   RemoteAudio,
 } from "../carrier.js";
@@ -86,6 +92,14 @@ export class SimulatorCarrier implements Carrier {
     const route = await this.routes.resolve(request.to);
     const leg = new SimulatorLeg(this, request, route, events);
     leg.start();
+    return leg;
+  }
+
+  /** Answers an incoming call; the caller's route decides how the caller behaves. */
+  async acceptCall(request: IncomingCallRequest, events: CarrierEvents): Promise<CarrierLeg> {
+    const route = await this.routes.resolve(request.from);
+    const leg = new SimulatorLeg(this, { ...request, timeoutSeconds: 0 }, route, events);
+    leg.startAnswered();
     return leg;
   }
 }
@@ -156,6 +170,11 @@ export class SimulatorLeg implements CarrierLeg {
           return;
       }
     });
+  }
+
+  /** Answers an incoming leg on the next scheduler turn (acceptCall). */
+  startAnswered(): void {
+    this.after(0, () => this.answer());
   }
 
   private ring(): void {

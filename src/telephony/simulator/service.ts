@@ -1,7 +1,9 @@
 /**
  * The operator's SimulatorAdmin service: proto <-> SimulatorRoutes (rules in
- * routes.ts) and the network's incoming messages (rules in
- * src/messaging/messages/incoming.ts).
+ * routes.ts), the network's incoming messages (rules in
+ * src/messaging/messages/incoming.ts) and incoming calls (rules in
+ * src/voice/calls/incoming.ts; a call the network would not connect is
+ * FAILED_PRECONDITION with the rejection reason in ErrorInfo).
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -16,6 +18,8 @@ import {
 import { badField } from "../../api/errors.js";
 import type { IncomingMessages } from "../../messaging/messages/incoming.js";
 import { messageToProto } from "../../messaging/messages/service.js";
+import { callName } from "../../voice/calls/domain.js";
+import type { IncomingCalls } from "../../voice/calls/incoming.js";
 import { type Audio, type Outcome, ROUTE_COLLECTION, type Route, type SimulatorRoutes } from "./routes.js";
 
 export function routeToProto(route: Route): SimulatorRoute {
@@ -48,6 +52,7 @@ function routeId(name: string, field: string): string {
 export function simulatorAdminService(
   routes: SimulatorRoutes,
   incoming: IncomingMessages,
+  incomingCalls: IncomingCalls,
 ): ServiceImpl<typeof SimulatorAdmin> {
   return {
     async createRoute(req) {
@@ -77,6 +82,17 @@ export function simulatorAdminService(
     },
     async injectIncomingMessage(req) {
       return messageToProto(await incoming.receive({ to: req.to, from: req.from, body: req.body }));
+    },
+    async injectIncomingCall(req) {
+      const row = await incomingCalls.receive({
+        to: req.to,
+        from: req.from,
+        isPrivate: req.isPrivate,
+        sipDomain: req.sipDomain,
+        sourceIp: req.sourceIp,
+        user: req.user,
+      });
+      return { call: callName(row) };
     },
   };
 }

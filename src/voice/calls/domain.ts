@@ -147,8 +147,11 @@ export function callViolations(input: CallInput): FieldViolation[] {
 
 /** Where created calls go: the engine. */
 export interface CallStarter {
-  start(call: CallRow): void;
+  start(call: CallRow, plan?: CallPlan): void;
 }
+
+/** How the engine connects an incoming call: call control (default) or a bridge to a PSTN number. */
+export type CallPlan = { kind: "control" } | { kind: "bridge"; to: string; from: string };
 
 export interface ListParams {
   pageSize: number;

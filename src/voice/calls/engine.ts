@@ -36,7 +36,23 @@
  * - SERVICE_SHUTDOWN: the service stopped while the call was in flight
  *   (`stop()` hangs up every live call and records this).
  * The remote party hanging up ends the call COMPLETED. Price: at the end,
- * from the rate table (rates.ts). Time comes only from the scheduler.
+ * from the rate table (rates.ts) by `to`. Time comes only from the scheduler.
+ *
+ * Incoming call (incoming.ts created it RINGING, start_time = ring_time =
+ * create_time): the engine answers it at once (Carrier.acceptCall) →
+ * IN_PROGRESS (answer_time) and runs the same call control from its
+ * handler_uris (the instance's incoming_call_handler_uris, copied when the
+ * call was created). Incoming calls have no options, hence no
+ * state_update_uri: no CALL_STATE_UPDATE webhooks are sent for them (the
+ * contract has no field that would name a target).
+ *
+ * Bridged call (plan `bridge`: a PSTN_TRUNK domain's call, or an incoming
+ * call whose first handler URI is tel:/sip: — forwarding): a leg to the
+ * target is placed (timeout DEFAULT_TIMEOUT_SECONDS); once it
+ * answers the caller's leg is answered and bridged with it → IN_PROGRESS,
+ * `bridged` true. The PSTN leg failing (busy, no answer, ...) ends the call
+ * with that state and error code; either side hanging up ends both legs,
+ * COMPLETED. The PSTN leg is not a Call resource of its own (yet).
  */
 import { and, eq, notInArray } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
@@ -44,10 +60,10 @@ import { type CallRow, type CallStateValue, calls, projects } from "../../db/sch
 import { type DeliveryOptions, SignedPostError, signedPost } from "../../events/delivery.js";
 import { enqueueWebhook } from "../../events/outbox.js";
 import type { Logger } from "../../log.js";
-import type { CallEnd, Carrier, CarrierLeg } from "../../telephony/carrier.js";
+import type { CallEnd, Carrier, CarrierEvents, CarrierLeg } from "../../telephony/carrier.js";
 import { type Action, type PromptAction, parseVoiceMl, resolveUri } from "../../telephony/markup/index.js";
 import type { Scheduler } from "../../telephony/scheduler.js";
-import { callName } from "./domain.js";
+import { type CallPlan, callName, DEFAULT_TIMEOUT_SECONDS } from "./domain.js";
 import { callJson, callRequestJson } from "./proto.js";
 import { type CallRates, priceOf } from "./rates.js";
 
@@ -97,6 +113,9 @@ type Next = { kind: "fetch"; uris: readonly string[]; parameters: Record<string,
 class ActiveCall {
   row: CallRow;
   leg: CarrierLeg | undefined;
+  /** The PSTN leg of a SIP trunk call, bridged with `leg`. */
+  outbound: CarrierLeg | undefined;
+  plan: CallPlan = { kind: "control" };
   /** Set (synchronously) once the call's end is decided. */
   terminal = false;
   private chain: Promise<void> = Promise.resolve();
@@ -138,8 +157,11 @@ class ActiveCall {
     this.terminal = true;
     const endTime = this.now;
     const answerMs = this.row.answerTime === null ? null : endTime.getTime() - this.row.answerTime.getTime();
-    const price = priceOf(this.engine.options.rates, this.row.to, answerMs ?? 0);
+    // A bridged call is priced by the leg it placed; others by `to`.
+    const pricedTo = this.plan.kind === "bridge" ? this.plan.to : this.row.to;
+    const price = priceOf(this.engine.options.rates, pricedTo, answerMs ?? 0);
     if (this.leg !== undefined && this.leg.state !== "ended") this.leg.hangUp();
+    if (this.outbound !== undefined && this.outbound.state !== "ended") this.outbound.hangUp();
     const done = this.persist({
       state,
       errorCode,
@@ -158,25 +180,88 @@ class ActiveCall {
     return this.finish("FAILED", EngineErrorCode.InternalError, "The service failed while handling the call");
   }
 
-  async run(): Promise<void> {
-    await this.transition("STARTING", { startTime: this.now });
-    if (this.terminal) return;
-    this.leg = await this.engine.options.carrier.placeCall(
-      { callId: this.row.id, to: this.row.to, from: this.row.from, timeoutSeconds: this.row.timeoutSeconds },
+  /** The carrier events of the call's leg; the same markup runner for both directions. */
+  private events(): CarrierEvents {
+    return {
+      ringing: () => {
+        void this.transition("RINGING", { ringTime: this.now });
+      },
+      answered: () => {
+        void this.transition("IN_PROGRESS", { answerTime: this.now });
+        this.control().catch((err) => this.fail(err));
+      },
+      ended: (end) => {
+        void this.finish(CARRIER_END[end.cause], end.errorCode ?? "", end.errorMessage ?? "");
+      },
+    };
+  }
+
+  /**
+   * A bridged call (SIP trunk, forwarding): the outbound leg is placed first; the caller's leg is
+   * answered once it answers, and the two are bridged. The PSTN leg not
+   * connecting ends the call with its state and error (the caller is never
+   * answered); either party hanging up ends both, COMPLETED.
+   */
+  private async bridgeCall(to: string, from: string): Promise<void> {
+    const carrier = this.engine.options.carrier;
+    this.outbound = await carrier.placeCall(
+      { callId: `${this.row.id}-pstn`, to, from, timeoutSeconds: this.engine.trunkTimeoutSeconds },
       {
-        ringing: () => {
-          void this.transition("RINGING", { ringTime: this.now });
-        },
+        ringing: () => {},
         answered: () => {
-          void this.transition("IN_PROGRESS", { answerTime: this.now });
-          this.control().catch((err) => this.fail(err));
+          this.acceptBridged().catch((err) => this.fail(err));
         },
         ended: (end) => {
           void this.finish(CARRIER_END[end.cause], end.errorCode ?? "", end.errorMessage ?? "");
         },
       },
     );
+    if (this.terminal && this.outbound.state !== "ended") this.outbound.hangUp();
+  }
+
+  private async acceptBridged(): Promise<void> {
+    if (this.terminal) return;
+    this.leg = await this.engine.options.carrier.acceptCall(
+      { callId: this.row.id, to: this.row.to, from: this.row.from },
+      {
+        ringing: () => {},
+        answered: () => {
+          const outbound = this.outbound;
+          if (this.terminal || this.leg === undefined || outbound?.state !== "answered") return;
+          this.leg.bridge(outbound);
+          void this.transition("IN_PROGRESS", { answerTime: this.now, bridged: true });
+        },
+        ended: () => {
+          void this.finish("COMPLETED");
+        },
+      },
+    );
     if (this.terminal && this.leg.state !== "ended") this.leg.hangUp();
+  }
+
+  async run(): Promise<void> {
+    if (this.plan.kind === "bridge") {
+      await this.bridgeCall(this.plan.to, this.plan.from);
+    } else if (this.row.direction === "INCOMING") {
+      // Created RINGING (it rang at us); the engine answers it.
+      this.leg = await this.engine.options.carrier.acceptCall(
+        { callId: this.row.id, to: this.row.to, from: this.row.from },
+        this.events(),
+      );
+    } else {
+      await this.transition("STARTING", { startTime: this.now });
+      if (this.terminal) return;
+      this.leg = await this.engine.options.carrier.placeCall(
+        {
+          callId: this.row.id,
+          to: this.row.to,
+          from: this.row.from,
+          timeoutSeconds: this.row.timeoutSeconds,
+        },
+        this.events(),
+      );
+    }
+    if (this.terminal && this.leg !== undefined && this.leg.state !== "ended") this.leg.hangUp();
   }
 
   /** Runs call control until the call ends. */
@@ -287,8 +372,11 @@ export class CallEngine {
 
   constructor(readonly options: CallEngineOptions) {}
 
-  /** Starts driving a created (QUEUED) call; never throws. */
-  start(row: CallRow): void {
+  /** How long the PSTN leg of a SIP trunk call may ring. */
+  readonly trunkTimeoutSeconds = DEFAULT_TIMEOUT_SECONDS;
+
+  /** Starts driving a created call (QUEUED outgoing, RINGING incoming); never throws. */
+  start(row: CallRow, plan: CallPlan = { kind: "control" }): void {
     if (this.stopped) {
       this.options.log.warn({ call: callName(row) }, "call created while the engine is stopped; left QUEUED");
       return;
@@ -296,6 +384,7 @@ export class CallEngine {
     // The create transaction may have enqueued the QUEUED state update.
     this.options.kick?.();
     const call = new ActiveCall(this, row);
+    call.plan = plan;
     this.active.set(row.id, call);
     call.run().catch((err) => call.fail(err));
   }

@@ -1,6 +1,18 @@
-/** Calls as stored ↔ the proto `Call` (and its proto3 JSON for webhooks). */
+/**
+ * Calls as stored ↔ the proto `Call` (and its proto3 JSON for webhooks).
+ *
+ * Incoming calls: `options` is left unset (they are not created through
+ * the API), and `from_location` / `from_zone` are derived from `from` with
+ * libphonenumber-js (max metadata) when it is a valid E.164 number —
+ * libphonenumber-js has no geocoder or time-zone data, so `from_location`
+ * carries only `region_code` (the CLDR region, `AU`) and `from_zone` is the
+ * number's type as libphonenumber-js names it (`MOBILE`, `FIXED_LINE`,
+ * `FIXED_LINE_OR_MOBILE`, `TOLL_FREE`, `VOIP`, ...; empty when unknown).
+ * They are derived (not stored): the metadata version is pinned.
+ */
 import { create, toJsonString } from "@bufbuild/protobuf";
 import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { CallRequestSchema } from "../../../gen/enfonica/voice/v1beta1/call_request_pb.js";
 import {
   type Call,
@@ -9,6 +21,8 @@ import {
   Call_State,
   Call_Transport,
   CallSchema,
+  type NumberLocation,
+  NumberLocationSchema,
 } from "../../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { MoneySchema } from "../../../gen/google/type/money_pb.js";
 import type { CallRow } from "../../db/schema/index.js";
@@ -16,7 +30,29 @@ import { callName } from "./domain.js";
 
 const ts = (d: Date | null) => (d === null ? undefined : timestampFromDate(d));
 
+/** Where an incoming caller's number is from, as far as libphonenumber-js tells. */
+export function callerOrigin(from: string): { location: NumberLocation | undefined; zone: string } {
+  const parsed = from.startsWith("+") ? parsePhoneNumberFromString(from) : undefined;
+  if (parsed === undefined || !parsed.isValid()) return { location: undefined, zone: "" };
+  return {
+    location:
+      parsed.country === undefined ? undefined : create(NumberLocationSchema, { regionCode: parsed.country }),
+    zone: parsed.getType() ?? "",
+  };
+}
+
+/**
+ * The SIP Call-ID of a SIP call. The simulated network has no INVITE of its
+ * own, so it is derived: the call's id at the host of `to` (its domain).
+ */
+export function sipCallId(row: Pick<CallRow, "id" | "to">): string {
+  const host = row.to.split("@")[1] ?? "";
+  return host === "" ? row.id : `${row.id}@${host}`;
+}
+
 export function callToProto(row: CallRow): Call {
+  const incoming = row.direction === "INCOMING";
+  const origin = incoming && row.transport === "PSTN" ? callerOrigin(row.from) : undefined;
   return create(CallSchema, {
     name: callName(row),
     to: row.to,
@@ -45,11 +81,16 @@ export function callToProto(row: CallRow): Call {
     originatingCall:
       row.originatingCallId === null ? "" : callName({ projectId: row.projectId, id: row.originatingCallId }),
     createMethod: Call_CreateMethod[row.createMethod],
-    options: {
-      handlerUris: row.handlerUris,
-      stateUpdateUri: row.stateUpdateUri,
-      timeoutSeconds: row.timeoutSeconds,
-    },
+    options: incoming
+      ? undefined
+      : {
+          handlerUris: row.handlerUris,
+          stateUpdateUri: row.stateUpdateUri,
+          timeoutSeconds: row.timeoutSeconds,
+        },
+    fromLocation: origin?.location,
+    fromZone: origin?.zone ?? "",
+    sipCallId: row.transport === "SIP" ? sipCallId(row) : "",
     answerDuration: row.answerDurationMs === null ? undefined : durationFromMs(row.answerDurationMs),
   });
 }

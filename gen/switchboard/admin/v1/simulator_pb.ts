@@ -24,7 +24,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/simulator.proto.
  */
 export const file_switchboard_admin_v1_simulator: GenFile = /*@__PURE__*/
-  fileDesc("CiRzd2l0Y2hib2FyZC9hZG1pbi92MS9zaW11bGF0b3IucHJvdG8SFHN3aXRjaGJvYXJkLmFkbWluLnYxItsFCg5TaW11bGF0b3JSb3V0ZRIRCgRuYW1lGAEgASgJQgPgQQMSKQoGcHJlZml4GAIgASgJQhm6SBZyFDISXihcK1swLTldezAsMTV9KT8kEkcKB291dGNvbWUYAyABKA4yLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5PdXRjb21lQgi6SAWCAQIQARIlCgxyaW5nX3NlY29uZHMYBCABKAVCCrpIBxoFGNgEKABIAIgBARImCgx0YWxrX3NlY29uZHMYBSABKAVCC7pICBoGGICjBSgASAGIAQESQwoFYXVkaW8YBiABKA4yKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5BdWRpb0IIukgFggECEAESJgoGZGlnaXRzGAcgASgJQha6SBNyETIPXlswLTkqI117MCw2NH0kEjQKCmVycm9yX2NvZGUYCCABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEh8KDWVycm9yX21lc3NhZ2UYCSABKAlCCLpIBXIDGPQDEjQKC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDIl0KB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEgoKBkFOU1dFUhABEggKBEJVU1kQAhIKCgZSRUpFQ1QQAxINCglOT19BTlNXRVIQBBIICgRGQUlMEAUiNwoFQXVkaW8SFQoRQVVESU9fVU5TUEVDSUZJRUQQABIKCgZTUEVFQ0gQARILCgdTSUxFTkNFEAI6P+pBPAogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGUSGHNpbXVsYXRvci9yb3V0ZXMve3JvdXRlfUIPCg1fcmluZ19zZWNvbmRzQg8KDV90YWxrX3NlY29uZHMiVAoSQ3JlYXRlUm91dGVSZXF1ZXN0Ej4KBXJvdXRlGAEgASgLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGVCCeBBArpIA8gBASJrCg9HZXRSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiQwoRTGlzdFJvdXRlc1JlcXVlc3QSGgoJcGFnZV9zaXplGAEgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAiABKAkiYwoSTGlzdFJvdXRlc1Jlc3BvbnNlEjQKBnJvdXRlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJuChJEZWxldGVSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiUAocSW5qZWN0SW5jb21pbmdNZXNzYWdlUmVxdWVzdBIPCgJ0bxgBIAEoCUID4EECEhEKBGZyb20YAiABKAlCA+BBAhIMCgRib2R5GAMgASgJMusFCg5TaW11bGF0b3JBZG1pbhKQAQoLQ3JlYXRlUm91dGUSKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVSb3V0ZVJlcXVlc3QaJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZSIx2kEFcm91dGWC0+STAiM6BXJvdXRlIhovYWRtaW4vdjEvc2ltdWxhdG9yL3JvdXRlcxKLAQoIR2V0Um91dGUSJS5zd2l0Y2hib2FyZC5hZG1pbi52MS5HZXRSb3V0ZVJlcXVlc3QaJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZSIy2kEEbmFtZYLT5JMCJRIjL2FkbWluL3YxL3tuYW1lPXNpbXVsYXRvci9yb3V0ZXMvKn0SgwEKCkxpc3RSb3V0ZXMSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0Um91dGVzUmVxdWVzdBooLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RSb3V0ZXNSZXNwb25zZSIigtPkkwIcEhovYWRtaW4vdjEvc2ltdWxhdG9yL3JvdXRlcxKDAQoLRGVsZXRlUm91dGUSKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5EZWxldGVSb3V0ZVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiMtpBBG5hbWWC0+STAiUqIy9hZG1pbi92MS97bmFtZT1zaW11bGF0b3Ivcm91dGVzLyp9EqsBChVJbmplY3RJbmNvbWluZ01lc3NhZ2USMi5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmNvbWluZ01lc3NhZ2VSZXF1ZXN0Gh4uZW5mb25pY2EubWVzc2FnaW5nLnYxLk1lc3NhZ2UiPtpBDHRvLGZyb20sYm9keYLT5JMCKToBKiIkL2FkbWluL3YxL3NpbXVsYXRvci9pbmNvbWluZ01lc3NhZ2VzQkNaQWdpdGh1Yi5jb20vc3dpdGNoYm9hcmQvc3dpdGNoYm9hcmQvZ2VuL3N3aXRjaGJvYXJkL2FkbWluL3YxO2FkbWluYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_empty, file_google_protobuf_timestamp, file_enfonica_messaging_v1_messages]);
+  fileDesc("CiRzd2l0Y2hib2FyZC9hZG1pbi92MS9zaW11bGF0b3IucHJvdG8SFHN3aXRjaGJvYXJkLmFkbWluLnYxItsFCg5TaW11bGF0b3JSb3V0ZRIRCgRuYW1lGAEgASgJQgPgQQMSKQoGcHJlZml4GAIgASgJQhm6SBZyFDISXihcK1swLTldezAsMTV9KT8kEkcKB291dGNvbWUYAyABKA4yLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5PdXRjb21lQgi6SAWCAQIQARIlCgxyaW5nX3NlY29uZHMYBCABKAVCCrpIBxoFGNgEKABIAIgBARImCgx0YWxrX3NlY29uZHMYBSABKAVCC7pICBoGGICjBSgASAGIAQESQwoFYXVkaW8YBiABKA4yKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5BdWRpb0IIukgFggECEAESJgoGZGlnaXRzGAcgASgJQha6SBNyETIPXlswLTkqI117MCw2NH0kEjQKCmVycm9yX2NvZGUYCCABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEh8KDWVycm9yX21lc3NhZ2UYCSABKAlCCLpIBXIDGPQDEjQKC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDIl0KB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEgoKBkFOU1dFUhABEggKBEJVU1kQAhIKCgZSRUpFQ1QQAxINCglOT19BTlNXRVIQBBIICgRGQUlMEAUiNwoFQXVkaW8SFQoRQVVESU9fVU5TUEVDSUZJRUQQABIKCgZTUEVFQ0gQARILCgdTSUxFTkNFEAI6P+pBPAogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGUSGHNpbXVsYXRvci9yb3V0ZXMve3JvdXRlfUIPCg1fcmluZ19zZWNvbmRzQg8KDV90YWxrX3NlY29uZHMiVAoSQ3JlYXRlUm91dGVSZXF1ZXN0Ej4KBXJvdXRlGAEgASgLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGVCCeBBArpIA8gBASJrCg9HZXRSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiQwoRTGlzdFJvdXRlc1JlcXVlc3QSGgoJcGFnZV9zaXplGAEgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAiABKAkiYwoSTGlzdFJvdXRlc1Jlc3BvbnNlEjQKBnJvdXRlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJuChJEZWxldGVSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiUAocSW5qZWN0SW5jb21pbmdNZXNzYWdlUmVxdWVzdBIPCgJ0bxgBIAEoCUID4EECEhEKBGZyb20YAiABKAlCA+BBAhIMCgRib2R5GAMgASgJIoMBChlJbmplY3RJbmNvbWluZ0NhbGxSZXF1ZXN0Eg8KAnRvGAEgASgJQgPgQQISDAoEZnJvbRgCIAEoCRISCgppc19wcml2YXRlGAMgASgIEhIKCnNpcF9kb21haW4YBCABKAkSEQoJc291cmNlX2lwGAUgASgJEgwKBHVzZXIYBiABKAkiKgoaSW5qZWN0SW5jb21pbmdDYWxsUmVzcG9uc2USDAoEY2FsbBgBIAEoCTKdBwoOU2ltdWxhdG9yQWRtaW4SkAEKC0NyZWF0ZVJvdXRlEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlUm91dGVSZXF1ZXN0GiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGUiMdpBBXJvdXRlgtPkkwIjOgVyb3V0ZSIaL2FkbWluL3YxL3NpbXVsYXRvci9yb3V0ZXMSiwEKCEdldFJvdXRlEiUuc3dpdGNoYm9hcmQuYWRtaW4udjEuR2V0Um91dGVSZXF1ZXN0GiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGUiMtpBBG5hbWWC0+STAiUSIy9hZG1pbi92MS97bmFtZT1zaW11bGF0b3Ivcm91dGVzLyp9EoMBCgpMaXN0Um91dGVzEicuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFJvdXRlc1JlcXVlc3QaKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0Um91dGVzUmVzcG9uc2UiIoLT5JMCHBIaL2FkbWluL3YxL3NpbXVsYXRvci9yb3V0ZXMSgwEKC0RlbGV0ZVJvdXRlEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuRGVsZXRlUm91dGVSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IjLaQQRuYW1lgtPkkwIlKiMvYWRtaW4vdjEve25hbWU9c2ltdWxhdG9yL3JvdXRlcy8qfRKrAQoVSW5qZWN0SW5jb21pbmdNZXNzYWdlEjIuc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5jb21pbmdNZXNzYWdlUmVxdWVzdBoeLmVuZm9uaWNhLm1lc3NhZ2luZy52MS5NZXNzYWdlIj7aQQx0byxmcm9tLGJvZHmC0+STAik6ASoiJC9hZG1pbi92MS9zaW11bGF0b3IvaW5jb21pbmdNZXNzYWdlcxKvAQoSSW5qZWN0SW5jb21pbmdDYWxsEi8uc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5jb21pbmdDYWxsUmVxdWVzdBowLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluY29taW5nQ2FsbFJlc3BvbnNlIjbaQQd0byxmcm9tgtPkkwImOgEqIiEvYWRtaW4vdjEvc2ltdWxhdG9yL2luY29taW5nQ2FsbHNCQ1pBZ2l0aHViLmNvbS9zd2l0Y2hib2FyZC9zd2l0Y2hib2FyZC9nZW4vc3dpdGNoYm9hcmQvYWRtaW4vdjE7YWRtaW5iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_empty, file_google_protobuf_timestamp, file_enfonica_messaging_v1_messages]);
 
 /**
  * What the simulated network does with calls to the numbers starting with
@@ -366,6 +366,88 @@ export const InjectIncomingMessageRequestSchema: GenMessage<InjectIncomingMessag
   messageDesc(file_switchboard_admin_v1_simulator, 6);
 
 /**
+ * Request for `InjectIncomingCall`.
+ *
+ * @generated from message switchboard.admin.v1.InjectIncomingCallRequest
+ */
+export type InjectIncomingCallRequest = Message<"switchboard.admin.v1.InjectIncomingCallRequest"> & {
+  /**
+   * Required. The dialled number: a valid number in E.164 (`+61491570156`);
+   * for a SIP domain call, the user part of the Request-URI (`1001`,
+   * `+61491570156`).
+   *
+   * @generated from field: string to = 1;
+   */
+  to: string;
+
+  /**
+   * The caller ID: a valid number in E.164. Required for PSTN calls unless
+   * `is_private`; with `is_private` it is not presented (the Call's `from`
+   * is empty). For a SIP domain call, a SIP URI or a user part (optional).
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * Optional. The caller withheld their number.
+   *
+   * @generated from field: bool is_private = 3;
+   */
+  isPrivate: boolean;
+
+  /**
+   * Optional. For a call to a SIP domain: the FQDN the call names.
+   *
+   * @generated from field: string sip_domain = 4;
+   */
+  sipDomain: string;
+
+  /**
+   * For a call to a SIP domain (required then): the source IPv4 address.
+   *
+   * @generated from field: string source_ip = 5;
+   */
+  sourceIp: string;
+
+  /**
+   * Optional. For a call to a SIP domain: the domain user the request
+   * authenticated as.
+   *
+   * @generated from field: string user = 6;
+   */
+  user: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.InjectIncomingCallRequest.
+ * Use `create(InjectIncomingCallRequestSchema)` to create a new message.
+ */
+export const InjectIncomingCallRequestSchema: GenMessage<InjectIncomingCallRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_simulator, 7);
+
+/**
+ * Response for `InjectIncomingCall`.
+ *
+ * @generated from message switchboard.admin.v1.InjectIncomingCallResponse
+ */
+export type InjectIncomingCallResponse = Message<"switchboard.admin.v1.InjectIncomingCallResponse"> & {
+  /**
+   * The recorded call, `projects/{project}/calls/{call}`.
+   *
+   * @generated from field: string call = 1;
+   */
+  call: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.InjectIncomingCallResponse.
+ * Use `create(InjectIncomingCallResponseSchema)` to create a new message.
+ */
+export const InjectIncomingCallResponseSchema: GenMessage<InjectIncomingCallResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_simulator, 8);
+
+/**
  * Programs the simulated network. Routes are global (not per project); every
  * method needs the operator token.
  *
@@ -443,6 +525,51 @@ export const SimulatorAdmin: GenService<{
     methodKind: "unary";
     input: typeof InjectIncomingMessageRequestSchema;
     output: typeof MessageSchema;
+  },
+  /**
+   * Delivers a call from the network to `to`, as a carrier would, and
+   * returns the Call it became. The ACTIVE phone number instance holding
+   * `to` (a number of a range included) receives it: a Call is recorded in
+   * its project (direction INCOMING, transport PSTN, create_method
+   * INCOMING_CALL, start_time = create_time, `from` empty when `is_private`,
+   * `from_location` / `from_zone` derived from `from`) and answered; its
+   * call-control markup comes from the instance's
+   * `incoming_call_handler_uris` (absolute http(s) URIs, tried in order,
+   * falling through on failure). When the first of them is `tel:+N` the
+   * call is forwarded to that number, when `sip:user@host` to that SIP
+   * address: a leg is placed there and bridged once answered (its busy, no
+   * answer or failure ends the call with that state). The remote party (the caller) behaves as
+   * the simulator route matching `from` says (talk seconds, digits, audio).
+   *
+   * With `sip_domain` or `source_ip` (or `user`) it is a call to a SIP
+   * domain instead: `sip_domain` is the FQDN the call names (empty: matched
+   * by `source_ip` among domain-optional domains), `source_ip` the caller's
+   * IPv4 address, `user` the domain user the request authenticated as (any
+   * non-empty value counts as authenticated). The domain's authorization
+   * rules and the collaboration type's `channel_limit` decide; the Call
+   * (transport SIP, `to` = `sip:{to}@{fqdn}`, `from` = `from` if a SIP URI,
+   * else `sip:{from or user or anonymous}@{source_ip}`, `sip_call_id` set)
+   * then goes by `call_termination_mode`: PROGRAMMABLE runs the markup of
+   * `call_termination_handler_uris`; PSTN_TRUNK places a PSTN leg to `to`
+   * (an E.164 number) and bridges it once answered (its busy, no answer or
+   * failure ends the call with that state); DISABLED is refused.
+   *
+   * A call the network would not connect is FAILED_PRECONDITION with an
+   * ErrorInfo `reason` (nothing is recorded):
+   * - `NUMBER_NOT_IN_SERVICE`: no instance holds `to`, or it is not ACTIVE;
+   * - `NO_HANDLER`: the instance has no `incoming_call_handler_uris`;
+   * - SIP domains: `DOMAIN_NOT_FOUND`, `NO_MATCHING_DOMAIN`,
+   *   `AMBIGUOUS_DOMAIN`, `DOMAIN_DELETED`, `DOMAIN_NAME_REQUIRED`,
+   *   `DOMAIN_UNUSABLE`, `INVALID_SOURCE_IP`, `SOURCE_IP_NOT_ALLOWED`,
+   *   `AUTHENTICATION_REQUIRED`, `CHANNEL_LIMIT_REACHED`,
+   *   `TERMINATION_DISABLED`.
+   *
+   * @generated from rpc switchboard.admin.v1.SimulatorAdmin.InjectIncomingCall
+   */
+  injectIncomingCall: {
+    methodKind: "unary";
+    input: typeof InjectIncomingCallRequestSchema;
+    output: typeof InjectIncomingCallResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchboard_admin_v1_simulator, 0);

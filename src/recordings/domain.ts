@@ -1,0 +1,421 @@
+/**
+ * Recordings: the audio of part of a call (`<Record>`) or of a whole call
+ * (call recording), and its life: PENDING while recording and processing,
+ * then exactly once SUCCEEDED, EMPTY or FAILED.
+ *
+ * The call engine drives it through two methods:
+ * - `createPending(...)` when recording starts: a PENDING recording whose
+ *   name (`projects/{p}/calls/{parent leg}/recordings/{id}`) can be handed
+ *   to the application at once (the Record action's `recording` parameter);
+ * - `complete(id, audio)` when recording stops: processing runs (silence
+ *   check, TRIM_SILENCE, WAV and MP3 encoding) under a deadline
+ *   (RECORDING_PROCESSING_TIMEOUT_MS), the renditions go to the blob store,
+ *   and the terminal state and the RECORDING_READY webhook (body: the
+ *   Recording in proto3 JSON, FULL view, to `ready_uri`) are written in one
+ *   transaction. Entirely silent audio is EMPTY (no renditions); a deadline
+ *   overrun is FAILED TIMEOUT; any fault (encoder, blob store, bad input) is
+ *   FAILED INTERNAL_ERROR. `fail(id, code)` ends a recording that will never
+ *   complete (the call engine lost it, say).
+ *
+ * The API reads and deletes: Get/List (FULL/BASIC views), Delete (the row
+ * and its blobs; download links to it answer 404 from then on).
+ */
+import { toJsonString } from "@bufbuild/protobuf";
+import { badField, failedPrecondition, notFound } from "../api/errors.js";
+import { newResourceId } from "../api/ids.js";
+import { projectName } from "../api/names.js";
+import { type PageResult, readPage } from "../api/pagination.js";
+import type { Clock } from "../clock.js";
+import type { Db } from "../db/client.js";
+import type {
+  AudioFormat,
+  PostProcessingValue,
+  RecordingErrorCodeValue,
+  RecordingRow,
+  RecordingSourceValue,
+  RecordingStateValue,
+  RenditionRow,
+} from "../db/schema/index.js";
+import { enqueueWebhook } from "../events/outbox.js";
+import type { Logger } from "../log.js";
+import type { BlobStore, BlobStream } from "./blobs.js";
+import type { AudioRef, LinkSigner } from "./links.js";
+import { type AudioProcessor, defaultProcessor, type ProcessedAudio } from "./processing.js";
+import { RecordingSchema, recordingToProto } from "./proto.js";
+import { RecordingsRepository } from "./repository.js";
+
+export const RESOURCE_TYPE = "voice.api.enfonica.com/Recording";
+
+export interface RecordingRef {
+  projectId: string;
+  callId: string;
+  id: string;
+}
+
+export interface Recording extends RecordingRef {
+  name: string;
+  source: RecordingSourceValue;
+  state: RecordingStateValue;
+  durationMs: number | undefined;
+  channelCount: number;
+  postProcessing: PostProcessingValue[];
+  errorCode: RecordingErrorCodeValue | undefined;
+  readyUri: string;
+  renditions: RenditionRow[];
+  startTime: Date | undefined;
+  createTime: Date;
+}
+
+export interface NewRecording {
+  projectId: string;
+  /** The parent leg of the call being recorded. */
+  callId: string;
+  source: RecordingSourceValue;
+  postProcessing: readonly PostProcessingValue[];
+  /** Absolute http(s) URI of the RECORDING_READY webhook; empty for none. */
+  readyUri: string;
+  /** 1 (mixed) or 2 (one channel per party). */
+  channelCount: number;
+}
+
+export interface CompletedAudio {
+  /** Samples per channel (as many arrays as the recording's channel_count, equal lengths). */
+  channels: readonly Int16Array[];
+  sampleRate: number;
+  /** When recording on the call started. */
+  startTime: Date;
+}
+
+export interface PageParams {
+  pageSize: number;
+  pageToken: string;
+}
+
+export interface RecordingsOptions {
+  db: Db;
+  clock: Clock;
+  blobs: BlobStore;
+  links: LinkSigner;
+  log: Logger;
+  /** Longest processing may take before the recording fails with TIMEOUT. */
+  processingTimeoutMs: number;
+  /** Defaults to defaultProcessor (tests inject slow or failing ones). */
+  processor?: AudioProcessor;
+  /** Tells the webhook worker that events were queued. */
+  kick?: () => void;
+}
+
+export function recordingName(ref: RecordingRef): string {
+  return `projects/${ref.projectId}/calls/${ref.callId}/recordings/${ref.id}`;
+}
+
+const SEGMENT = /^[^/]+$/;
+
+/** The parts of `projects/{p}/calls/{c}/recordings/{r}`; INVALID_ARGUMENT naming `field` otherwise. */
+export function parseRecordingName(name: string, field = "name"): RecordingRef {
+  const parts = name.split("/");
+  if (
+    parts.length !== 6 ||
+    parts[0] !== "projects" ||
+    parts[2] !== "calls" ||
+    parts[4] !== "recordings" ||
+    ![parts[1], parts[3], parts[5]].every((p) => SEGMENT.test(p ?? ""))
+  ) {
+    throw badField(
+      field,
+      "must be a resource name of the form projects/{project}/calls/{call}/recordings/{recording}",
+      "name.format",
+    );
+  }
+  return { projectId: parts[1]!, callId: parts[3]!, id: parts[5]! };
+}
+
+/** `projects/{p}` or `projects/{p}/calls/{c}`; INVALID_ARGUMENT naming `parent` otherwise. */
+export function parseRecordingsParent(parent: string): { projectId: string; callId: string | undefined } {
+  const parts = parent.split("/");
+  const ok =
+    parts[0] === "projects" &&
+    SEGMENT.test(parts[1] ?? "") &&
+    (parts.length === 2 || (parts.length === 4 && parts[2] === "calls" && SEGMENT.test(parts[3] ?? "")));
+  if (!ok) {
+    throw badField(
+      "parent",
+      "must be a project, projects/{project}, or a call, projects/{project}/calls/{call}",
+      "name.format",
+    );
+  }
+  return { projectId: parts[1]!, callId: parts[3] };
+}
+
+function toRecording(row: RecordingRow): Recording {
+  const ref = { projectId: row.projectId, callId: row.callId, id: row.id };
+  return {
+    ...ref,
+    name: recordingName(ref),
+    source: row.source,
+    state: row.state,
+    durationMs: row.durationMs ?? undefined,
+    channelCount: row.channelCount,
+    postProcessing: row.postProcessing,
+    errorCode: row.errorCode ?? undefined,
+    readyUri: row.readyUri,
+    renditions: row.renditions,
+    startTime: row.startTime ?? undefined,
+    createTime: row.createTime,
+  };
+}
+
+function isHttpUri(uri: string): boolean {
+  try {
+    const url = new URL(uri);
+    return url.protocol === "http:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+class ProcessingTimeout extends Error {
+  override name = "ProcessingTimeout";
+}
+
+/**
+ * `work`, or a ProcessingTimeout after `ms` milliseconds of wall-clock time
+ * (a late result is dropped). Work that blocks the event loop (synchronous
+ * encoding) cannot be interrupted, but a result arriving after the deadline
+ * still counts as a timeout.
+ */
+async function withDeadline<T>(work: () => Promise<T>, ms: number): Promise<T> {
+  const start = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ProcessingTimeout(`processing took longer than ${ms} ms`)), ms);
+  });
+  const running = Promise.resolve().then(work);
+  running.catch(() => {}); // a late failure must not surface as an unhandled rejection
+  try {
+    const result = await Promise.race([running, deadline]);
+    if (performance.now() - start > ms) throw new ProcessingTimeout(`processing took longer than ${ms} ms`);
+    return result;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const MIME: Readonly<Record<AudioFormat, Pick<RenditionRow, "mimeType" | "encoding">>> = {
+  wav: { mimeType: "audio/x-wav", encoding: "AUDIO_ENCODING_PCM_16BIT" },
+  mp3: { mimeType: "audio/mpeg", encoding: "AUDIO_ENCODING_MP3" },
+};
+
+export class RecordingsDomain {
+  private readonly processor: AudioProcessor;
+
+  constructor(private readonly options: RecordingsOptions) {
+    this.processor = options.processor ?? defaultProcessor;
+  }
+
+  private get repository(): RecordingsRepository {
+    return new RecordingsRepository(this.options.db);
+  }
+
+  /** A new PENDING recording (the engine calls this when recording starts). */
+  async createPending(input: NewRecording): Promise<Recording> {
+    if (input.channelCount !== 1 && input.channelCount !== 2) {
+      throw badField("channel_count", "must be 1 or 2", "int32.in");
+    }
+    if (input.readyUri !== "" && !isHttpUri(input.readyUri)) {
+      throw badField("ready_uri", "must be an absolute http or https URI", "uri");
+    }
+    const row = await this.repository.insert({
+      id: newResourceId(),
+      projectId: input.projectId,
+      callId: input.callId,
+      source: input.source,
+      state: "PENDING",
+      channelCount: input.channelCount,
+      postProcessing: [...new Set(input.postProcessing)],
+      readyUri: input.readyUri,
+      createTime: this.options.clock.now(),
+    });
+    return toRecording(row);
+  }
+
+  /**
+   * Processes the recorded audio of a PENDING recording and moves it to
+   * SUCCEEDED, EMPTY or FAILED (never throws for a processing fault: that is
+   * FAILED INTERNAL_ERROR). NOT_FOUND for an unknown id, FAILED_PRECONDITION
+   * when the recording is no longer PENDING.
+   */
+  async complete(id: string, audio: CompletedAudio): Promise<Recording> {
+    const row = await this.pending(id);
+    let processed: ProcessedAudio;
+    let stored: RenditionRow[] = [];
+    try {
+      if (audio.channels.length !== row.channelCount) {
+        throw new Error(`expected ${row.channelCount} channel(s), got ${audio.channels.length}`);
+      }
+      processed = await withDeadline(
+        () =>
+          this.processor({
+            channels: audio.channels,
+            sampleRate: audio.sampleRate,
+            postProcessing: row.postProcessing,
+          }),
+        this.options.processingTimeoutMs,
+      );
+      if (!processed.empty) stored = await this.store(row, processed);
+    } catch (err) {
+      const code: RecordingErrorCodeValue = err instanceof ProcessingTimeout ? "TIMEOUT" : "INTERNAL_ERROR";
+      this.options.log.warn({ err, recording: row.id, code }, "recording processing failed");
+      await this.deleteBlobs(stored);
+      return this.finish(row.id, { state: "FAILED", errorCode: code });
+    }
+    if (processed.empty) return this.finish(row.id, { state: "EMPTY" });
+    const finished = await this.finish(row.id, {
+      state: "SUCCEEDED",
+      durationMs: processed.durationMs,
+      renditions: stored,
+      startTime: audio.startTime,
+    });
+    return finished;
+  }
+
+  /** Ends a PENDING recording as FAILED with `code` (one that will never complete). */
+  async fail(id: string, code: RecordingErrorCodeValue): Promise<Recording> {
+    await this.pending(id);
+    return this.finish(id, { state: "FAILED", errorCode: code });
+  }
+
+  private async pending(id: string): Promise<RecordingRow> {
+    const row = await this.repository.findById(id);
+    if (row === undefined) throw notFound(RESOURCE_TYPE, `recordings/${id}`);
+    if (row.state !== "PENDING") {
+      throw failedPrecondition("RECORDING_NOT_PENDING", `${recordingName(row)} is already ${row.state}`, {
+        recording: recordingName(row),
+      });
+    }
+    return row;
+  }
+
+  private async store(
+    row: RecordingRow,
+    processed: ProcessedAudio & { empty: false },
+  ): Promise<RenditionRow[]> {
+    const out: RenditionRow[] = [];
+    for (const [format, data] of [
+      ["wav", processed.wav],
+      ["mp3", processed.mp3],
+    ] as const) {
+      const blobKey = `recordings/${row.projectId}/${row.id}.${format}`;
+      await this.options.blobs.put(blobKey, data);
+      out.push({
+        format,
+        ...MIME[format],
+        sampleRate: processed.sampleRate,
+        sizeBytes: data.length,
+        blobKey,
+      });
+    }
+    return out;
+  }
+
+  /** Writes the terminal state and its webhook in one transaction. */
+  private async finish(
+    id: string,
+    outcome: {
+      state: "SUCCEEDED" | "EMPTY" | "FAILED";
+      durationMs?: number;
+      errorCode?: RecordingErrorCodeValue;
+      renditions?: RenditionRow[];
+      startTime?: Date;
+    },
+  ): Promise<Recording> {
+    const now = this.options.clock.now();
+    const renditions = outcome.renditions ?? [];
+    const finished = await this.options.db.transaction(async (tx) => {
+      const row = await new RecordingsRepository(tx).finish(id, {
+        state: outcome.state,
+        durationMs: outcome.durationMs ?? null,
+        errorCode: outcome.errorCode ?? null,
+        renditions,
+        startTime: outcome.startTime ?? null,
+        completeTime: now,
+      });
+      if (row === undefined) return undefined;
+      const recording = toRecording(row);
+      if (recording.readyUri !== "") {
+        await enqueueWebhook(tx, {
+          projectId: recording.projectId,
+          eventType: "RECORDING_READY",
+          uris: [recording.readyUri],
+          body: toJsonString(RecordingSchema, recordingToProto(recording, this.options.links)),
+          now,
+        });
+      }
+      return recording;
+    });
+    if (finished === undefined) {
+      // Deleted (or finished by someone else) while processing: keep nothing.
+      await this.deleteBlobs(renditions);
+      const row = await this.repository.findById(id);
+      if (row === undefined) throw notFound(RESOURCE_TYPE, `recordings/${id}`);
+      return toRecording(row);
+    }
+    if (finished.readyUri !== "") this.options.kick?.();
+    return finished;
+  }
+
+  private async deleteBlobs(renditions: readonly RenditionRow[]): Promise<void> {
+    for (const r of renditions) {
+      try {
+        await this.options.blobs.delete(r.blobKey);
+      } catch (err) {
+        this.options.log.warn({ err, key: r.blobKey }, "could not delete a recording blob");
+      }
+    }
+  }
+
+  async get(ref: RecordingRef): Promise<Recording> {
+    const row = await this.repository.find(ref.projectId, ref.id);
+    if (row === undefined || row.callId !== ref.callId) throw notFound(RESOURCE_TYPE, recordingName(ref));
+    return toRecording(row);
+  }
+
+  /** The recordings of a project, or of one call of it, newest first. */
+  async list(
+    projectId: string,
+    callId: string | undefined,
+    page: PageParams,
+  ): Promise<PageResult<Recording>> {
+    const parent =
+      callId === undefined ? projectName(projectId) : `${projectName(projectId)}/calls/${callId}`;
+    const query = { method: "ListRecordings", parent };
+    const result = await readPage({ ...page, query }, (after, limit) =>
+      this.repository.list(projectId, callId, after, limit),
+    );
+    return { items: result.items.map(toRecording), nextPageToken: result.nextPageToken };
+  }
+
+  /** Deletes a recording and its audio; returns it as it was. */
+  async delete(ref: RecordingRef): Promise<Recording> {
+    const current = await this.get(ref);
+    const row = await this.repository.delete(ref.projectId, ref.id);
+    if (row === undefined) throw notFound(RESOURCE_TYPE, recordingName(ref));
+    await this.deleteBlobs(row.renditions);
+    return current;
+  }
+
+  /** The audio a (verified) download link names, or undefined when it is gone. */
+  async openAudio(ref: AudioRef): Promise<(BlobStream & { mimeType: string }) | undefined> {
+    const row = await this.repository.find(ref.projectId, ref.recordingId);
+    if (row === undefined || row.callId !== ref.callId) return undefined;
+    const rendition = row.renditions.find((r) => r.format === ref.format);
+    if (rendition === undefined) return undefined;
+    const blob = await this.options.blobs.stream(rendition.blobKey);
+    return blob === undefined ? undefined : { ...blob, mimeType: rendition.mimeType };
+  }
+
+  /** The download links of a recording (FULL view). */
+  get links(): LinkSigner {
+    return this.options.links;
+  }
+}

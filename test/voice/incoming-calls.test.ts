@@ -1,0 +1,463 @@
+/**
+ * Incoming PSTN calls end to end: the real app (build()) listening on
+ * 127.0.0.1, the carrier simulator on a ManualScheduler, real HTTP
+ * receivers as the customer's call handlers, signatures checked with
+ * node:crypto here. The operator injects calls through SimulatorAdmin
+ * (Connect JSON) and the REST path POST /admin/v1/simulator/incomingCalls.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { fromJsonString } from "@bufbuild/protobuf";
+import { type Client, Code, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { eq } from "drizzle-orm";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CallRequestSchema } from "../../gen/enfonica/voice/v1beta1/call_request_pb.js";
+import {
+  type Call,
+  Call_CreateMethod,
+  Call_Direction,
+  Call_State,
+  Call_Transport,
+  Calls,
+} from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import {
+  SipDomain_DomainType as DomainType,
+  SipDomain_TerminationMode as Mode,
+  SipDomains,
+} from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
+import { SimulatorAdmin, SimulatorRoute_Outcome } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import type { Db } from "../../src/db/client.js";
+import { calls, projects, webhookEvents } from "../../src/db/schema/index.js";
+import { type App, build } from "../../src/server.js";
+import { addBlock, blockAllocator, numberingClients } from "../numbering/support.js";
+import {
+  bearer,
+  errorReason,
+  expectCode,
+  expectInvalid,
+  newProject,
+  TEST_OPERATOR_TOKEN,
+  testConfig,
+} from "../support/app.js";
+import { TestClock } from "../support/clock.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
+import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.js";
+import { ManualScheduler } from "../support/scheduler.js";
+import { newSipDomainId } from "./support.js";
+
+const T0 = "2026-03-01T00:00:00.000Z";
+const CALLER = "+61491570156";
+const TERMINAL = new Set([
+  Call_State.COMPLETED,
+  Call_State.FAILED,
+  Call_State.NOT_ANSWERED,
+  Call_State.BUSY,
+  Call_State.REJECTED,
+]);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
+
+async function keyOf(db: Db, project: string): Promise<Buffer> {
+  const [row] = await db
+    .select({ key: projects.signingKey })
+    .from(projects)
+    .where(eq(projects.id, project.split("/")[1]!));
+  return Buffer.from(row!.key, "base64");
+}
+
+function expectSigned(req: ReceivedRequest, key: Buffer, url: string): void {
+  expect(req.method).toBe("POST");
+  expect(req.headers["x-enfonica-event"]).toBe("CALL");
+  const expected = createHmac("sha256", key)
+    .update(Buffer.from(`${url}CALL${req.body}`, "utf8"))
+    .digest();
+  const given = Buffer.from(String(req.headers["x-enfonica-signature"]), "base64");
+  expect(given.length).toBe(expected.length);
+  expect(timingSafeEqual(given, expected)).toBe(true);
+  const id = String(req.headers["webhook-id"]);
+  const timestamp = String(req.headers["webhook-timestamp"]);
+  const standard = createHmac("sha256", key).update(`${id}.${timestamp}.${req.body}`).digest("base64");
+  expect(String(req.headers["webhook-signature"]).split(" ")).toContain(`v1,${standard}`);
+}
+
+describe.each(testDatabases())("incoming calls on $name", (backend) => {
+  const database = useTestDatabase(backend);
+  const scheduler = new ManualScheduler(new TestClock(T0));
+  const nextBlock = blockAllocator();
+  let app: App;
+  let base: string;
+  let callsClient: Client<typeof Calls>;
+  let simulator: Client<typeof SimulatorAdmin>;
+  let sip: Client<typeof SipDomains>;
+  let handler: Receiver;
+
+  beforeAll(async () => {
+    app = await build({
+      db: database.db,
+      clock: scheduler.clock,
+      scheduler,
+      config: testConfig({
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+        WEBHOOKS_TIMEOUT_MS: "2000",
+        WEBHOOKS_POLL_INTERVAL_MS: "20",
+      }),
+    });
+    const address = await app.listen(0, "127.0.0.1");
+    base = `http://127.0.0.1:${address.port}`;
+    const transport = createConnectTransport({
+      baseUrl: base,
+      httpVersion: "1.1",
+      interceptors: [bearer(TEST_OPERATOR_TOKEN)],
+    });
+    callsClient = createClient(Calls, transport);
+    simulator = createClient(SimulatorAdmin, transport);
+    sip = createClient(SipDomains, transport);
+    handler = await startReceiver();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await handler?.close();
+  });
+  afterEach(() => {
+    handler.requests.length = 0;
+    handler.handle((_req, res) => res.end("ok"));
+  });
+
+  function serve(documents: Record<string, string | number>): void {
+    handler.handle((req, res) => {
+      const doc = documents[req.path.split("?")[0]!];
+      if (doc === undefined) {
+        res.statusCode = 404;
+        res.end("no");
+      } else if (typeof doc === "number") {
+        res.statusCode = doc;
+        res.end("error");
+      } else {
+        res.setHeader("content-type", "application/xml");
+        res.end(doc);
+      }
+    });
+  }
+
+  /** A project with an ACTIVE single-number instance handled by `uris`. */
+  async function single(uris: string[]): Promise<{ project: string; number: string; instance: string }> {
+    const project = await newProject(database.db);
+    const c = numberingClients(database.db, scheduler.clock);
+    const number = await addBlock(c, nextBlock(), 10);
+    const instance = await c.instances.createPhoneNumberInstance({
+      parent: project,
+      phoneNumberInstance: { phoneNumber: { phoneNumber: number }, incomingCallHandlerUris: uris },
+    });
+    return { project, number, instance: instance.name };
+  }
+
+  async function runToEnd(name: string, maxSeconds = 600): Promise<Call> {
+    for (let t = 0; t < maxSeconds * 10; t++) {
+      const call = await callsClient.getCall({ name });
+      if (TERMINAL.has(call.state) && app.engine.activeCount === 0) return call;
+      await scheduler.advance(0.1);
+      await sleep(1);
+    }
+    throw new Error(`call ${name} did not end within ${maxSeconds} s of call time`);
+  }
+
+  async function rest(
+    body: unknown,
+  ): Promise<{ status: number; json: { call: string; error: { status: string; details: unknown[] } } }> {
+    const res = await fetch(`${base}/admin/v1/simulator/incomingCalls`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${TEST_OPERATOR_TOKEN}` },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, json: (await res.json()) as never };
+  }
+
+  it("a call to a single number: answered, markup from the handlers (falling through), COMPLETED", async () => {
+    const { project, number } = await single([`${handler.base}/broken`, `${handler.base}/start`]);
+    serve({
+      "/broken": 500,
+      "/start": xml(
+        `<Say>Welcome</Say><Input NextUri="menu" TimeoutSeconds="2"><Say>Press a key</Say></Input>`,
+      ),
+      "/menu": xml("<Say>Goodbye</Say>"),
+    });
+    const res = await simulator.injectIncomingCall({ to: number, from: CALLER });
+    expect(res.call).toMatch(new RegExp(`^${project}/calls/[a-z0-9]{16}$`));
+
+    const created = await callsClient.getCall({ name: res.call });
+    expect(created.direction).toBe(Call_Direction.INCOMING);
+    expect(created.createMethod).toBe(Call_CreateMethod.INCOMING_CALL);
+    expect(created.transport).toBe(Call_Transport.PSTN);
+    expect(created.to).toBe(number);
+    expect(created.from).toBe(CALLER);
+    expect(created.isPrivate).toBe(false);
+    expect(created.startTime).toEqual(created.createTime);
+    expect(created.options).toBeUndefined();
+    expect(created.fromLocation?.regionCode).toBe("AU");
+    expect(created.fromZone).toBe("MOBILE");
+
+    const ended = await runToEnd(res.call);
+    expect(ended.state).toBe(Call_State.COMPLETED);
+    expect(ended.errorCode).toBe("");
+    expect(ended.answerTime).toBeDefined();
+    expect(ended.endTime).toBeDefined();
+    expect(ended.answerDuration).toBeDefined();
+
+    const key = await keyOf(database.db, project);
+    expect(handler.requests.map((r) => r.path)).toEqual(["/broken", "/start", "/menu"]);
+    expectSigned(handler.requests[1]!, key, `${handler.base}/start`);
+    expectSigned(handler.requests[2]!, key, `${handler.base}/menu`);
+    const first = fromJsonString(CallRequestSchema, handler.requests[1]!.body);
+    expect(first.call?.name).toBe(res.call);
+    expect(first.call?.state).toBe(Call_State.IN_PROGRESS);
+    expect(first.call?.direction).toBe(Call_Direction.INCOMING);
+    expect(first.call?.fromLocation?.regionCode).toBe("AU");
+    // Incoming calls have no state_update_uri: no state updates are queued.
+    const events = await database.db
+      .select()
+      .from(webhookEvents)
+      .where(eq(webhookEvents.projectId, project.split("/")[1]!));
+    expect(events).toEqual([]);
+  });
+
+  it("a private call to a number inside a range (REST): the range's instance takes it, no from", async () => {
+    const project = await newProject(database.db);
+    const c = numberingClients(database.db, scheduler.clock);
+    const start = await addBlock(c, nextBlock(), 100);
+    const range = await c.admin.provisionPhoneNumberRange({
+      parent: project,
+      startPhoneNumber: start,
+      size: 50,
+    });
+    await c.instances.updatePhoneNumberInstance({
+      name: range.name,
+      phoneNumberInstance: { incomingCallHandlerUris: [`${handler.base}/range`] },
+    });
+    serve({ "/range": xml("<Say>Hi</Say>") });
+    const inside = `+${BigInt(start.slice(1)) + 37n}`;
+
+    const res = await rest({ to: inside, isPrivate: true });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.json)).toEqual(["call"]);
+    expect(res.json.call).toMatch(new RegExp(`^${project}/calls/`));
+    const ended = await runToEnd(res.json.call);
+    expect(ended.state).toBe(Call_State.COMPLETED);
+    expect(ended.to).toBe(inside);
+    expect(ended.from).toBe("");
+    expect(ended.isPrivate).toBe(true);
+    expect(ended.fromLocation).toBeUndefined();
+    expect(ended.fromZone).toBe("");
+    expect(handler.requests.map((r) => r.path)).toEqual(["/range"]);
+
+    // A private caller's number, if the network passes it, is not recorded either.
+    const withheld = await rest({ to: inside, from: CALLER, isPrivate: true });
+    expect(withheld.status).toBe(200);
+    const [row] = await database.db
+      .select()
+      .from(calls)
+      .where(eq(calls.id, String(withheld.json.call).split("/")[3]!));
+    expect(row!.from).toBe("");
+    await runToEnd(withheld.json.call);
+
+    // Past the range's end nobody holds the number.
+    const outside = await rest({ to: `+${BigInt(start.slice(1)) + 50n}`, from: CALLER });
+    expect(outside.status).toBe(400);
+    expect(outside.json.error.status).toBe("FAILED_PRECONDITION");
+    expect(outside.json.error.details[0]).toMatchObject({ reason: "NUMBER_NOT_IN_SERVICE" });
+  });
+
+  it("no handler answering: the call ends FAILED HANDLER_UNAVAILABLE", async () => {
+    const { number } = await single([`${handler.base}/down`]);
+    serve({ "/down": 503 });
+    const res = await simulator.injectIncomingCall({ to: number, from: CALLER });
+    const ended = await runToEnd(res.call);
+    expect(ended.state).toBe(Call_State.FAILED);
+    expect(ended.errorCode).toBe("HANDLER_UNAVAILABLE");
+  });
+
+  it("forwards to a tel: handler (bridged with the caller) and to a sip: handler", async () => {
+    await simulator.createRoute({ route: { prefix: "+61491570190", ringSeconds: 1, talkSeconds: 15 } });
+    const { number } = await single(["tel:+61491570190", `${handler.base}/never`]);
+    const res = await simulator.injectIncomingCall({ to: number, from: CALLER });
+    const ended = await runToEnd(res.call);
+    expect(ended.state).toBe(Call_State.COMPLETED);
+    expect(ended.bridged).toBe(true);
+    expect(ended.direction).toBe(Call_Direction.INCOMING);
+    expect(Number(ended.endTime!.seconds - ended.answerTime!.seconds)).toBeGreaterThanOrEqual(14);
+    expect(handler.requests).toEqual([]);
+
+    const sipForward = await single(["sip:desk@pbx.example.com"]);
+    const viaSip = await simulator.injectIncomingCall({ to: sipForward.number, from: CALLER });
+    const sipEnded = await runToEnd(viaSip.call);
+    expect(sipEnded.state).toBe(Call_State.COMPLETED);
+    expect(sipEnded.bridged).toBe(true);
+
+    await simulator.createRoute({ route: { prefix: "+61491570191", outcome: SimulatorRoute_Outcome.BUSY } });
+    const busy = await single(["tel:+61491570191"]);
+    const refused = await runToEnd(
+      (await simulator.injectIncomingCall({ to: busy.number, from: CALLER })).call,
+    );
+    expect(refused.state).toBe(Call_State.BUSY);
+    expect(refused.answerTime).toBeUndefined();
+  });
+
+  it("rejects what the network would not connect, recording nothing", async () => {
+    const before = (await database.db.select().from(calls)).length;
+    const c = numberingClients(database.db, scheduler.clock);
+    const unowned = await addBlock(c, nextBlock(), 10);
+    let e = await expectCode(
+      simulator.injectIncomingCall({ to: unowned, from: CALLER }),
+      Code.FailedPrecondition,
+    );
+    expect(errorReason(e)).toBe("NUMBER_NOT_IN_SERVICE");
+
+    const none = await single([]);
+    e = await expectCode(
+      simulator.injectIncomingCall({ to: none.number, from: CALLER }),
+      Code.FailedPrecondition,
+    );
+    expect(errorReason(e)).toBe("NO_HANDLER");
+
+    const suspended = await single([`${handler.base}/x`]);
+    await c.admin.suspendPhoneNumberInstance({ name: suspended.instance });
+    e = await expectCode(
+      simulator.injectIncomingCall({ to: suspended.number, from: CALLER }),
+      Code.FailedPrecondition,
+    );
+    expect(errorReason(e)).toBe("NUMBER_NOT_IN_SERVICE");
+
+    await expectInvalid(simulator.injectIncomingCall({ to: "12", from: "" }), ["to", "from"]);
+    await expectInvalid(simulator.injectIncomingCall({ to: "100", sipDomain: "x.example" }), ["source_ip"]);
+    expect((await database.db.select().from(calls)).length).toBe(before);
+    expect(handler.requests).toEqual([]);
+  });
+
+  describe("calls to SIP domains", () => {
+    const SOURCE = "203.0.113.10";
+
+    async function sipDomain(init: Parameters<typeof sip.createSipDomain>[0]["sipDomain"]) {
+      const project = await newProject(database.db);
+      const domain = await sip.createSipDomain({
+        parent: project,
+        sipDomainId: newSipDomainId("in"),
+        sipDomain: init,
+      });
+      return { project, domain };
+    }
+
+    it("PROGRAMMABLE: authorized by the domain's rules, markup from call_termination_handler_uris", async () => {
+      const { project, domain } = await sipDomain({
+        callTerminationMode: Mode.PROGRAMMABLE,
+        callTerminationHandlerUris: [`${handler.base}/sip`],
+        cidrBlocks: [{ cidrBlock: "203.0.113.0/24" }],
+      });
+      serve({ "/sip": xml("<Say>SIP hello</Say>") });
+      const res = await rest({ to: "1001", from: "alice", sipDomain: domain.fqdn, sourceIp: SOURCE });
+      expect(res.status).toBe(200);
+      expect(res.json.call).toMatch(new RegExp(`^${project}/calls/`));
+      const ended = await runToEnd(res.json.call);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      expect(ended.transport).toBe(Call_Transport.SIP);
+      expect(ended.direction).toBe(Call_Direction.INCOMING);
+      expect(ended.createMethod).toBe(Call_CreateMethod.INCOMING_CALL);
+      expect(ended.to).toBe(`sip:1001@${domain.fqdn}`);
+      expect(ended.from).toBe(`sip:alice@${SOURCE}`);
+      expect(ended.sipCallId).not.toBe("");
+      expect(ended.fromZone).toBe("");
+      expect(handler.requests.map((r) => r.path)).toEqual(["/sip"]);
+      expectSigned(handler.requests[0]!, await keyOf(database.db, project), `${handler.base}/sip`);
+
+      // The rules decide: an address outside the blocks is refused with their code.
+      const e = await expectCode(
+        simulator.injectIncomingCall({ to: "1001", sipDomain: domain.fqdn, sourceIp: "192.0.2.1" }),
+        Code.FailedPrecondition,
+      );
+      expect(errorReason(e)).toBe("SOURCE_IP_NOT_ALLOWED");
+      const unknown = await expectCode(
+        simulator.injectIncomingCall({ to: "1001", sipDomain: "nobody.example", sourceIp: SOURCE }),
+        Code.FailedPrecondition,
+      );
+      expect(errorReason(unknown)).toBe("DOMAIN_NOT_FOUND");
+    });
+
+    it("DISABLED: rejected with TERMINATION_DISABLED", async () => {
+      const { domain } = await sipDomain({
+        callTerminationMode: Mode.TERMINATION_MODE_DISABLED,
+        cidrBlocks: [{ cidrBlock: "203.0.113.0/24" }],
+      });
+      const before = (await database.db.select().from(calls)).length;
+      const e = await expectCode(
+        simulator.injectIncomingCall({ to: "1001", sipDomain: domain.fqdn, sourceIp: SOURCE }),
+        Code.FailedPrecondition,
+      );
+      expect(errorReason(e)).toBe("TERMINATION_DISABLED");
+      expect((await database.db.select().from(calls)).length).toBe(before);
+    });
+
+    it("PSTN_TRUNK: a PSTN leg to the dialled number, bridged; a busy number ends the call BUSY", async () => {
+      const { domain } = await sipDomain({
+        callTerminationMode: Mode.PSTN_TRUNK,
+        cidrBlocks: [{ cidrBlock: "203.0.113.0/24" }],
+      });
+      const admin = createClient(
+        SimulatorAdmin,
+        createConnectTransport({
+          baseUrl: base,
+          httpVersion: "1.1",
+          interceptors: [bearer(TEST_OPERATOR_TOKEN)],
+        }),
+      );
+      await admin.createRoute({ route: { prefix: "+61491570177", ringSeconds: 1, talkSeconds: 20 } });
+      await admin.createRoute({ route: { prefix: "+61491570178", outcome: SimulatorRoute_Outcome.BUSY } });
+      const res = await simulator.injectIncomingCall({
+        to: "+61491570177",
+        from: "+61255501234",
+        sipDomain: domain.fqdn,
+        sourceIp: SOURCE,
+      });
+      const ended = await runToEnd(res.call);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      expect(ended.bridged).toBe(true);
+      expect(ended.answerTime).toBeDefined();
+      const talked = Number(ended.endTime!.seconds - ended.answerTime!.seconds);
+      expect(talked).toBeGreaterThanOrEqual(19);
+      expect(handler.requests).toEqual([]);
+
+      const busy = await simulator.injectIncomingCall({
+        to: "+61491570178",
+        sipDomain: domain.fqdn,
+        sourceIp: SOURCE,
+      });
+      const refused = await runToEnd(busy.call);
+      expect(refused.state).toBe(Call_State.BUSY);
+      expect(refused.errorCode).toBe("BUSY");
+      expect(refused.answerTime).toBeUndefined();
+    });
+
+    it("the collaboration type's channel_limit caps simultaneous calls", async () => {
+      const { domain } = await sipDomain({
+        type: DomainType.COLLAB_DIRECT_ROUTING,
+        channelLimit: 2,
+        callTerminationMode: Mode.PROGRAMMABLE,
+        callTerminationHandlerUris: [`${handler.base}/long`],
+      });
+      serve({ "/long": xml('<Wait Seconds="30"/>') });
+      const inject = () =>
+        simulator.injectIncomingCall({
+          to: "+61491570156",
+          sipDomain: domain.fqdn,
+          sourceIp: "198.51.100.20",
+        });
+      const first = await inject();
+      const second = await inject();
+      const e = await expectCode(inject(), Code.FailedPrecondition);
+      expect(errorReason(e)).toBe("CHANNEL_LIMIT_REACHED");
+      await runToEnd(first.call);
+      await runToEnd(second.call);
+      // Once they ended there is room again.
+      const third = await inject();
+      await runToEnd(third.call);
+    });
+  });
+});
