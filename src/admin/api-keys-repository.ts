@@ -51,11 +51,32 @@ export class ApiKeysRepository {
     return { ...key, bindings: (await this.bindingsOf([id])).get(id) ?? [] };
   }
 
-  /** What authentication needs, in one round trip per table. */
+  /**
+   * What authentication needs, in one round trip (it runs on every request):
+   * the key left-joined to its bindings.
+   */
   async findForAuth(id: string): Promise<StoredKey | undefined> {
-    const key = await this.get(id);
-    if (!key) return undefined;
-    return { secretHash: key.secretHash, disabled: key.disabled, bindings: key.bindings };
+    const rows = await this.db
+      .select({
+        secretHash: apiKeys.secretHash,
+        disabled: apiKeys.disabled,
+        projectId: apiKeyBindings.projectId,
+        roles: apiKeyBindings.roles,
+        permissions: apiKeyBindings.permissions,
+      })
+      .from(apiKeys)
+      .leftJoin(apiKeyBindings, eq(apiKeyBindings.apiKeyId, apiKeys.id))
+      .where(eq(apiKeys.id, id))
+      .orderBy(asc(apiKeyBindings.position));
+    const first = rows[0];
+    if (first === undefined) return undefined;
+    const bindings: Binding[] = [];
+    for (const r of rows) {
+      if (r.projectId !== null) {
+        bindings.push({ projectId: r.projectId, roles: r.roles ?? [], permissions: r.permissions ?? [] });
+      }
+    }
+    return { secretHash: first.secretHash, disabled: first.disabled, bindings };
   }
 
   async list(after: PagePosition | undefined, limit: number): Promise<ApiKeyWithBindings[]> {

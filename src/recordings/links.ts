@@ -11,6 +11,11 @@
  * not the recording exists; a valid link to a recording (or rendition) that
  * is gone — deleted, say — is 404 NOT_FOUND.
  *
+ * This is the one server route not derived from a google.api.http rule, on
+ * purpose: it is not an RPC. It serves raw audio bytes to holders of a
+ * signed link (no Authorization header, so browsers and media players can
+ * fetch it), and the contract only says `audio[].uri` is such a link.
+ *
  * The secret is RECORDING_LINK_SECRET, or on the embedded database without
  * one, generated on first start and kept in `<DATA_DIR>/recording-link-secret`.
  */
