@@ -130,9 +130,74 @@ export interface CarrierLeg {
    */
   collectDigits(options: CollectDigitsOptions): Promise<string>;
 
-  // TODO(recordings issue): recordAudio({ maxSeconds, finishOnKey,
-  // silenceTimeoutSeconds }) -> { durationSeconds, audio: RemoteAudio,
-  // pcm or a blob reference }, for <Record>, <RecordCall> and call recording.
+  /**
+   * Answers a ringing incoming leg (SIP 200 to the INVITE): `answered` fires
+   * asynchronously (never synchronously). Throws on an outgoing leg or a leg
+   * that is not ringing.
+   */
+  answer(): void;
+
+  /**
+   * Refuses a ringing incoming leg (SIP 486 Busy Here for `busy`, 603
+   * Decline for `rejected`): `ended({ cause })` fires at once. Throws on an
+   * outgoing leg or a leg that is not ringing.
+   */
+  reject(cause: "busy" | "rejected"): void;
+
+  /**
+   * Starts capturing the leg's audio from now (call recording). The capture
+   * ends at `stop()` or when the leg ends, whichever comes first; `stop()`
+   * is idempotent and returns what was captured.
+   */
+  capture(): AudioCapture;
+
+  /**
+   * The Record action: records the remote party from now until
+   * `maxSeconds`, `silenceTimeoutSeconds` of continuous silence from the
+   * remote party, the remote party pressing `stopKey`, or the leg ending.
+   * Resolves with why it stopped and the audio (one channel: the remote
+   * party only).
+   */
+  recordCaller(options: RecordCallerOptions): Promise<RecordCallerResult>;
+}
+
+/** Audio captured from a leg: PCM 16-bit at `sampleRate`. */
+export interface CapturedAudio {
+  sampleRate: number;
+  /** One array per channel (1 or 2), equal lengths. */
+  channels: Int16Array[];
+  /** Call time at which capturing started. */
+  startTime: Date;
+  /** Length in seconds of call time (samples per channel / sampleRate). */
+  durationSeconds: number;
+}
+
+/**
+ * A running capture of a leg (call recording). Channels: when the leg was
+ * bridged with another leg at any time during the capture, two — [0] the
+ * leg's remote party plus what was played to it outside bridges, [1] the
+ * remote party of the bridged leg while bridged (silence elsewhere);
+ * otherwise one — [0] as above.
+ */
+export interface AudioCapture {
+  /** Stops capturing (idempotent) and returns the audio from start to stop (or the leg's end). */
+  stop(): CapturedAudio;
+}
+
+/** Options of `recordCaller` (the markup's Record). */
+export interface RecordCallerOptions {
+  /** Longest recording, in seconds. */
+  maxSeconds: number;
+  /** Seconds of continuous silence from the remote party that end the recording. */
+  silenceTimeoutSeconds: number;
+  /** A key (`0-9`, `*`, `#`) that ends the recording when pressed; empty for none. */
+  stopKey: string;
+}
+
+export interface RecordCallerResult {
+  endedBy: "max-duration" | "silence" | "stop-key" | "hangup";
+  /** One channel: the remote party. */
+  audio: CapturedAudio;
 }
 
 /** An incoming call the network offers, as the engine answers it. */
@@ -149,9 +214,10 @@ export interface IncomingCallRequest {
 export interface Carrier {
   placeCall(request: CarrierCallRequest, events: CarrierEvents): Promise<CarrierLeg>;
   /**
-   * Answers a call the network delivered (SIP 200 to its INVITE). Resolves
-   * with the leg once taken; `answered` then fires (never `ringing`: it rang
-   * at us), and `ended` once the caller hangs up or we do.
+   * Takes an incoming call the network delivered (SIP 180 to its INVITE):
+   * resolves with the leg in state `ringing`; nothing fires until the engine
+   * calls `answer()` (then `answered`, and `ended` once the caller hangs up
+   * or we do), `reject()` or `hangUp()`.
    */
-  acceptCall(request: IncomingCallRequest, events: CarrierEvents): Promise<CarrierLeg>;
+  receiveCall(request: IncomingCallRequest, events: CarrierEvents): Promise<CarrierLeg>;
 }

@@ -75,39 +75,119 @@ async function place(routes: Route[], request: Partial<CarrierCallRequest> = {})
 const timeline = (events: Recorded[]) => events.map((e) => [e.event, e.at]);
 
 describe("SimulatorCarrier", () => {
-  it("accepts an incoming call: answered at once, the caller behaving as the route of its number", async () => {
-    const scheduler = new ManualScheduler();
-    const carrier = new SimulatorCarrier(
-      memoryRoutes(route({ prefix: "+6125550", talkSeconds: 7, audio: "SILENCE", digits: "9" })),
-      scheduler,
-    );
-    const t0 = scheduler.now();
-    const rec = recorder(scheduler, () => t0);
-    const leg = (await carrier.acceptCall(
-      { callId: "in1", to: "+61491570156", from: "+61255501234" },
-      rec.callbacks,
-    )) as SimulatorLeg;
-    expect(rec.events).toEqual([]);
-    expect(leg.state).toBe("setup");
-    await scheduler.advance(0);
-    expect(leg.state).toBe("answered");
-    expect(
-      await Promise.all([
-        leg.collectDigits({ numDigits: 1, finishOnKey: "", timeoutSeconds: 5 }),
-        scheduler.advance(1),
-      ]).then(([d]) => d),
-    ).toBe("9");
-    await scheduler.advance(100);
-    expect(timeline(rec.events)).toEqual([
-      ["answered:silence", 0],
-      ["ended:remote-hangup", 7],
-    ]);
-    // A withheld caller takes the default route.
-    const hidden = (await carrier.acceptCall(
-      { callId: "in2", to: "+61491570156", from: "" },
-      rec.callbacks,
-    )) as SimulatorLeg;
-    expect(hidden.route).toBe(DEFAULT_ROUTE);
+  describe("receiveCall", () => {
+    async function receive(routes: Route[], from = "+61255501234") {
+      const scheduler = new ManualScheduler();
+      const carrier = new SimulatorCarrier(memoryRoutes(...routes), scheduler);
+      const t0 = scheduler.now();
+      const rec = recorder(scheduler, () => t0);
+      const leg = (await carrier.receiveCall(
+        { callId: "in1", to: "+61491570156", from },
+        rec.callbacks,
+      )) as SimulatorLeg;
+      return { scheduler, carrier, leg, events: rec.events, callbacks: rec.callbacks };
+    }
+
+    it("returns the leg ringing, without events, and waits for the engine indefinitely", async () => {
+      const { scheduler, leg, events } = await receive([route({ prefix: "+6125550", ringSeconds: 1 })]);
+      expect(leg.state).toBe("ringing");
+      expect(leg.remoteAudio).toBeUndefined();
+      await scheduler.advance(3600);
+      expect(events).toEqual([]);
+      expect(leg.state).toBe("ringing");
+      expect(scheduler.pendingCount).toBe(0);
+    });
+
+    it("answer(): answered on the next scheduler turn, the caller behaving as the route of its number", async () => {
+      const { scheduler, leg, events } = await receive([
+        route({ prefix: "+6125550", talkSeconds: 7, audio: "SILENCE", digits: "9" }),
+      ]);
+      await scheduler.advance(2);
+      leg.answer();
+      expect(events).toEqual([]);
+      expect(leg.state).toBe("ringing");
+      await scheduler.advance(0);
+      expect(leg.state).toBe("answered");
+      expect(
+        await Promise.all([
+          leg.collectDigits({ numDigits: 1, finishOnKey: "", timeoutSeconds: 5 }),
+          scheduler.advance(1),
+        ]).then(([d]) => d),
+      ).toBe("9");
+      await scheduler.advance(100);
+      expect(timeline(events)).toEqual([
+        ["answered:silence", 2],
+        ["ended:remote-hangup", 9],
+      ]);
+    });
+
+    it("a withheld caller takes the default route; the route's outcome does not apply", async () => {
+      const hidden = await receive([route({ prefix: "+61", outcome: "BUSY" })], "");
+      expect(hidden.leg.route).toBe(DEFAULT_ROUTE);
+      const busyRoute = await receive([route({ prefix: "+61", outcome: "BUSY", talkSeconds: 4 })]);
+      busyRoute.leg.answer();
+      await busyRoute.scheduler.advance(10);
+      expect(timeline(busyRoute.events)).toEqual([
+        ["answered:speech", 0],
+        ["ended:remote-hangup", 4],
+      ]);
+    });
+
+    it("reject(busy) and reject(rejected) end the call at once with the default codes", async () => {
+      const busy = await receive([]);
+      busy.leg.reject("busy");
+      expect(busy.leg.state).toBe("ended");
+      expect(busy.events.map((e) => e.end)).toEqual([
+        { cause: "busy", errorCode: "BUSY", errorMessage: "The called party is busy" },
+      ]);
+      const rejected = await receive([
+        route({ prefix: "+61", outcome: "REJECT", errorCode: "X", errorMessage: "y" }),
+      ]);
+      await rejected.scheduler.advance(1);
+      rejected.leg.reject("rejected");
+      expect(timeline(rejected.events)).toEqual([["ended:rejected", 1]]);
+      expect(rejected.events[0]!.end).toEqual({
+        cause: "rejected",
+        errorCode: "REJECTED",
+        errorMessage: "The called party rejected the call",
+      });
+      await rejected.scheduler.advance(100);
+      expect(rejected.events).toHaveLength(1);
+    });
+
+    it("hangUp() while ringing, or between answer() and the answer, ends local-hangup and nothing follows", async () => {
+      const ringing = await receive([]);
+      ringing.leg.hangUp();
+      expect(timeline(ringing.events)).toEqual([["ended:local-hangup", 0]]);
+      const answering = await receive([]);
+      answering.leg.answer();
+      answering.leg.hangUp();
+      await answering.scheduler.advance(100);
+      expect(timeline(answering.events)).toEqual([["ended:local-hangup", 0]]);
+      expect(answering.scheduler.pendingCount).toBe(0);
+    });
+
+    it("answer() and reject() throw unless the incoming leg is ringing and not yet answered", async () => {
+      const { scheduler, leg } = await receive([]);
+      leg.answer();
+      expect(() => leg.answer()).toThrow(/already being answered/);
+      expect(() => leg.reject("busy")).toThrow(/already being answered/);
+      await scheduler.advance(0);
+      expect(() => leg.answer()).toThrow(/answered/);
+      expect(() => leg.reject("rejected")).toThrow(/answered/);
+      leg.hangUp();
+      expect(() => leg.answer()).toThrow(/ended/);
+      expect(() => leg.reject("busy")).toThrow(/ended/);
+    });
+
+    it("answer() and reject() throw on an outgoing leg, even ringing", async () => {
+      const { scheduler, leg } = await place([route({ ringSeconds: 10 })]);
+      await scheduler.advance(1);
+      expect(leg.state).toBe("ringing");
+      expect(() => leg.answer()).toThrow(/outgoing/);
+      expect(() => leg.reject("busy")).toThrow(/outgoing/);
+      expect(leg.state).toBe("ringing");
+    });
   });
 
   it("answers on the default route: rings 2 s after setup, talks 30 s, speech", async () => {

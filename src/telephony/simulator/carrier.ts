@@ -25,13 +25,47 @@
  * timeout; keys left over go to the next collectDigits. `say` lasts
  * speechSeconds(text); `play` lasts the duration it is given.
  *
- * An incoming call (acceptCall) is answered at once (0 s on the scheduler,
- * after acceptCall resolved); the remote party is the caller, behaving as
- * the route matching the caller's number says (its talk seconds, audio and
- * digits; a withheld caller takes the empty-prefix route or the default).
+ * An incoming call (receiveCall) resolves with its leg already `ringing`
+ * (no `ringing` event) and waits — the caller never gives up — for the
+ * engine, t0 being the engine's call:
+ *
+ * | engine             | events                                                    |
+ * | ------------------ | --------------------------------------------------------- |
+ * | answer()           | answered at t0 (next scheduler turn); remote-hangup +talk |
+ * | reject("busy")     | ended `busy` at once: BUSY, DEFAULT_ERRORS.BUSY.message   |
+ * | reject("rejected") | ended `rejected` at once: REJECTED, its default message   |
+ * | hangUp()           | ended `local-hangup` at once                              |
+ *
+ * The remote party is the caller, behaving as the route matching the
+ * caller's number says (its talk seconds, audio and digits; a withheld
+ * caller takes the empty-prefix route or the default); its outcome, ring
+ * seconds and error code do not apply. answer() and reject() throw on an
+ * outgoing leg, on a leg that is not ringing, and once answer() was called.
+ *
+ * Audio (media.ts): each leg keeps a timeline — answer, end, what was
+ * played or said to it, its bridges — and synthesizes samples only when a
+ * capture stops or a recording ends, 8000 Hz PCM, deterministic per call
+ * id. `capture()` returns the leg's audio from its start to stop() or the
+ * leg's end (two channels when bridged meanwhile; see AudioCapture).
+ *
+ * recordCaller (the Record action) records the remote party (one channel)
+ * from now until the first of, at equal times in this order:
+ * - the leg ending (`hangup`, audio up to the end; at once with no audio
+ *   on a leg that is not answered);
+ * - `maxSeconds` (`max-duration`; ≤ 0 ends it on the next scheduler turn);
+ * - `silenceTimeoutSeconds` of remote silence (`silence`): a SILENCE party
+ *   at start + silenceTimeoutSeconds (when before maxSeconds); a SPEECH
+ *   party never pauses 1 s, so never; ≤ 0 disables it;
+ * - the stop key (`stop-key`, audio up to the key press): with a non-empty
+ *   `stopKey` the remote party presses its remaining route keys one every
+ *   `digitIntervalSeconds`, consuming them (others than the stop key are
+ *   dropped); with an empty `stopKey` it presses none.
+ * One recording (and one digit collection) at a time per leg; a second
+ * call rejects. Keys go to whichever of the two takes them first.
  */
 import type {
   AnsweredMedia,
+  AudioCapture,
   CallEnd,
   Carrier,
   CarrierCallRequest,
@@ -41,9 +75,12 @@ import type {
   EndCause,
   IncomingCallRequest,
   MediaResult,
+  RecordCallerOptions,
+  RecordCallerResult,
   RemoteAudio,
 } from "../carrier.js";
 import type { Scheduler, Timer } from "../scheduler.js";
+import { LegMedia } from "./media.js";
 import { DEFAULT_ERRORS, type Outcome, type Route, type RouteSource } from "./routes.js";
 
 export interface SimulatorOptions {
@@ -95,11 +132,15 @@ export class SimulatorCarrier implements Carrier {
     return leg;
   }
 
-  /** Answers an incoming call; the caller's route decides how the caller behaves. */
-  async acceptCall(request: IncomingCallRequest, events: CarrierEvents): Promise<CarrierLeg> {
+  /**
+   * Takes an incoming call: resolves with its leg ringing, waiting for the
+   * engine; the caller's route decides how the caller behaves once answered.
+   * Rejects when routes cannot be read.
+   */
+  async receiveCall(request: IncomingCallRequest, events: CarrierEvents): Promise<CarrierLeg> {
     const route = await this.routes.resolve(request.from);
-    const leg = new SimulatorLeg(this, { ...request, timeoutSeconds: 0 }, route, events);
-    leg.startAnswered();
+    const leg = new SimulatorLeg(this, { ...request, timeoutSeconds: 0 }, route, events, "incoming");
+    leg.startIncoming();
     return leg;
   }
 }
@@ -120,6 +161,11 @@ export class SimulatorLeg implements CarrierLeg {
   private readonly timers = new Set<Timer>();
   private readonly media = new Set<PendingMedia>();
   private collecting = false;
+  private recording = false;
+  /** answer() was called (the answer is on its way). */
+  private answering = false;
+  /** The leg's audio timeline. */
+  readonly timeline: LegMedia;
 
   constructor(
     readonly carrier: SimulatorCarrier,
@@ -127,9 +173,17 @@ export class SimulatorLeg implements CarrierLeg {
     /** The route the call took (for the engine and, later, recordings). */
     readonly route: Route,
     private readonly events: CarrierEvents,
+    /** outgoing: placeCall; incoming: receiveCall. */
+    readonly direction: "outgoing" | "incoming" = "outgoing",
   ) {
     this.callId = request.callId;
     this.keys = route.digits;
+    this.timeline = new LegMedia(request.callId, route.audio);
+  }
+
+  /** Call time in ms. */
+  private nowMs(): number {
+    return this.carrier.scheduler.now().getTime();
   }
 
   private after(seconds: number, fn: () => void): Timer {
@@ -166,15 +220,33 @@ export class SimulatorLeg implements CarrierLeg {
           return;
         case "ANSWER":
           this.ring();
-          this.after(route.ringSeconds, () => this.answer());
+          this.after(route.ringSeconds, () => this.connect());
           return;
       }
     });
   }
 
-  /** Answers an incoming leg on the next scheduler turn (acceptCall). */
-  startAnswered(): void {
-    this.after(0, () => this.answer());
+  /** An incoming leg rings (without a `ringing` event: receiveCall returns it ringing). */
+  startIncoming(): void {
+    this.state = "ringing";
+  }
+
+  private checkIncomingRinging(what: string): void {
+    if (this.direction !== "incoming") throw new Error(`cannot ${what} an outgoing call`);
+    if (this.state !== "ringing") throw new Error(`cannot ${what} a call that is ${this.state}`);
+    if (this.answering) throw new Error(`cannot ${what} a call already being answered`);
+  }
+
+  answer(): void {
+    this.checkIncomingRinging("answer");
+    this.answering = true;
+    this.after(0, () => this.connect());
+  }
+
+  reject(cause: "busy" | "rejected"): void {
+    this.checkIncomingRinging("reject");
+    const error = DEFAULT_ERRORS[cause === "busy" ? "BUSY" : "REJECT"];
+    this.end({ cause, errorCode: error.code, errorMessage: error.message });
   }
 
   private ring(): void {
@@ -182,12 +254,14 @@ export class SimulatorLeg implements CarrierLeg {
     this.events.ringing();
   }
 
-  private answer(): void {
+  /** The remote party answered (outgoing) or we did (incoming): media flows. */
+  private connect(): void {
     if (this.state === "ended") return;
     // The caller's timeout no longer applies.
     for (const t of this.timers) t.cancel();
     this.timers.clear();
     this.state = "answered";
+    this.timeline.answer(this.nowMs());
     this.remoteAudio = this.route.audio === "SILENCE" ? "silence" : "speech";
     const media: AnsweredMedia = { remoteAudio: this.remoteAudio };
     this.events.answered(media);
@@ -197,6 +271,7 @@ export class SimulatorLeg implements CarrierLeg {
   private end(end: CallEnd): void {
     if (this.state === "ended") return;
     this.state = "ended";
+    this.timeline.end(this.nowMs());
     for (const t of this.timers) t.cancel();
     this.timers.clear();
     for (const m of [...this.media]) m.finish();
@@ -223,6 +298,7 @@ export class SimulatorLeg implements CarrierLeg {
     for (const leg of [this, other]) {
       if (leg.bridgedWith !== undefined) leg.bridgedWith.bridgedWith = undefined;
     }
+    this.timeline.bridge(other.timeline, this.nowMs());
     this.bridgedWith = other;
     other.bridgedWith = this;
   }
@@ -244,11 +320,57 @@ export class SimulatorLeg implements CarrierLeg {
   }
 
   play(audio: { uri: string; durationSeconds: number }): Promise<MediaResult> {
-    return this.timed(Math.max(0, audio.durationSeconds));
+    const seconds = Math.max(0, audio.durationSeconds);
+    if (this.state === "answered") this.timeline.play(this.nowMs(), audio.uri, seconds);
+    return this.timed(seconds);
   }
 
   say(text: string, _options?: { language?: string; voice?: string }): Promise<MediaResult> {
-    return this.timed(speechSeconds(text));
+    const seconds = speechSeconds(text);
+    if (this.state === "answered") this.timeline.say(this.nowMs(), seconds);
+    return this.timed(seconds);
+  }
+
+  capture(): AudioCapture {
+    return this.timeline.capture(this.nowMs(), () => this.nowMs());
+  }
+
+  recordCaller(options: RecordCallerOptions): Promise<RecordCallerResult> {
+    const startMs = this.nowMs();
+    if (this.state !== "answered") {
+      return Promise.resolve({ endedBy: "hangup", audio: this.timeline.renderRemote(startMs, startMs) });
+    }
+    if (this.recording) return Promise.reject(new Error("a recording is already in progress"));
+    this.recording = true;
+    return new Promise((resolve) => {
+      let keyTimer: Timer | undefined;
+      const done = (endedBy: RecordCallerResult["endedBy"]) => {
+        deadline.cancel();
+        keyTimer?.cancel();
+        this.media.delete(pending);
+        this.recording = false;
+        const endMs = Math.max(startMs, this.timeline.clipToEnd(this.nowMs()));
+        resolve({ endedBy, audio: this.timeline.renderRemote(startMs, endMs) });
+      };
+      const pending: PendingMedia = { timer: undefined, finish: () => done("hangup") };
+      const max = Math.max(0, options.maxSeconds);
+      const silent = this.remoteAudio === "silence" && options.silenceTimeoutSeconds > 0;
+      const bySilence = silent && options.silenceTimeoutSeconds < max;
+      const deadline = this.after(bySilence ? options.silenceTimeoutSeconds : max, () =>
+        done(bySilence ? "silence" : "max-duration"),
+      );
+      const press = () => {
+        if (this.keys === "") return;
+        keyTimer = this.after(this.carrier.digitIntervalSeconds, () => {
+          const key = this.keys[0]!;
+          this.keys = this.keys.slice(1);
+          if (key === options.stopKey) return done("stop-key");
+          press();
+        });
+      };
+      this.media.add(pending);
+      if (options.stopKey !== "") press();
+    });
   }
 
   collectDigits(options: CollectDigitsOptions): Promise<string> {
