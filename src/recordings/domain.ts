@@ -14,8 +14,13 @@
  *   Recording in proto3 JSON, FULL view, to `ready_uri`) are written in one
  *   transaction. Entirely silent audio is EMPTY (no renditions); a deadline
  *   overrun is FAILED TIMEOUT; any fault (encoder, blob store, bad input) is
- *   FAILED INTERNAL_ERROR. `fail(id, code)` ends a recording that will never
- *   complete (the call engine lost it, say).
+ *   FAILED INTERNAL_ERROR. The audio may have 1 or 2 channels whatever
+ *   channel_count the PENDING recording was created with (call recording
+ *   learns whether the call was bridged only when recording stops): the
+ *   terminal recording carries the channel count of the audio. 0 or more
+ *   than 2 channels is FAILED INTERNAL_ERROR (channel_count unchanged).
+ *   `fail(id, code)` ends a recording that will never complete (the call
+ *   engine lost it, say).
  *
  * The API reads and deletes: Get/List (FULL/BASIC views), Delete (the row
  * and its blobs; download links to it answer 404 from then on).
@@ -74,12 +79,15 @@ export interface NewRecording {
   postProcessing: readonly PostProcessingValue[];
   /** Absolute http(s) URI of the RECORDING_READY webhook; empty for none. */
   readyUri: string;
-  /** 1 (mixed) or 2 (one channel per party). */
+  /** 1 (mixed) or 2 (one channel per party); the expected count: `complete` stores the actual one. */
   channelCount: number;
 }
 
 export interface CompletedAudio {
-  /** Samples per channel (as many arrays as the recording's channel_count, equal lengths). */
+  /**
+   * Samples per channel, 1 or 2 arrays of equal length (whatever the
+   * PENDING recording's channel_count; the terminal recording takes this one).
+   */
   channels: readonly Int16Array[];
   sampleRate: number;
   /** When recording on the call started. */
@@ -249,10 +257,10 @@ export class RecordingsDomain {
     const row = await this.pending(id);
     let processed: ProcessedAudio;
     let stored: RenditionRow[] = [];
+    const channelCount = audio.channels.length;
+    const channelsOk = channelCount === 1 || channelCount === 2;
     try {
-      if (audio.channels.length !== row.channelCount) {
-        throw new Error(`expected ${row.channelCount} channel(s), got ${audio.channels.length}`);
-      }
+      if (!channelsOk) throw new Error(`expected 1 or 2 channels, got ${channelCount}`);
       processed = await withDeadline(
         () =>
           this.processor({
@@ -267,11 +275,16 @@ export class RecordingsDomain {
       const code: RecordingErrorCodeValue = err instanceof ProcessingTimeout ? "TIMEOUT" : "INTERNAL_ERROR";
       this.options.log.warn({ err, recording: row.id, code }, "recording processing failed");
       await this.deleteBlobs(stored);
-      return this.finish(row.id, { state: "FAILED", errorCode: code });
+      return this.finish(row.id, {
+        state: "FAILED",
+        errorCode: code,
+        ...(channelsOk ? { channelCount } : {}),
+      });
     }
-    if (processed.empty) return this.finish(row.id, { state: "EMPTY" });
+    if (processed.empty) return this.finish(row.id, { state: "EMPTY", channelCount });
     const finished = await this.finish(row.id, {
       state: "SUCCEEDED",
+      channelCount,
       durationMs: processed.durationMs,
       renditions: stored,
       startTime: audio.startTime,
@@ -323,6 +336,8 @@ export class RecordingsDomain {
     id: string,
     outcome: {
       state: "SUCCEEDED" | "EMPTY" | "FAILED";
+      /** The channel count of the audio; unset: keep the PENDING row's. */
+      channelCount?: number;
       durationMs?: number;
       errorCode?: RecordingErrorCodeValue;
       renditions?: RenditionRow[];
@@ -334,6 +349,7 @@ export class RecordingsDomain {
     const finished = await this.options.db.transaction(async (tx) => {
       const row = await new RecordingsRepository(tx).finish(id, {
         state: outcome.state,
+        ...(outcome.channelCount === undefined ? {} : { channelCount: outcome.channelCount }),
         durationMs: outcome.durationMs ?? null,
         errorCode: outcome.errorCode ?? null,
         renditions,

@@ -46,13 +46,17 @@ export class RecordingsRepository {
       .limit(limit);
   }
 
-  /** Moves a PENDING recording to its terminal state; undefined when it is not PENDING (or gone). */
+  /**
+   * Moves a PENDING recording to its terminal state (and, when given, the
+   * channel count of its audio); undefined when it is not PENDING (or gone).
+   */
   async finish(
     id: string,
     changes: Pick<
       NewRecordingRow,
       "state" | "durationMs" | "errorCode" | "renditions" | "startTime" | "completeTime"
-    >,
+    > &
+      Partial<Pick<NewRecordingRow, "channelCount">>,
   ): Promise<RecordingRow | undefined> {
     const [row] = await this.db
       .update(t)

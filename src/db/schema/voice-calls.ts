@@ -8,6 +8,7 @@ import { sql } from "drizzle-orm";
 import { bigint, boolean, check, index, integer, jsonb, pgTable, text } from "drizzle-orm/pg-core";
 import { projects } from "./admin.js";
 import { timestamptz } from "./columns.js";
+import type { PostProcessingValue } from "./recordings.js";
 
 export const CALL_STATES = [
   "QUEUED",
@@ -27,6 +28,19 @@ export const CALL_TRANSPORTS = ["PSTN", "CLIENT", "SIP"] as const;
 export type CallTransportValue = (typeof CALL_TRANSPORTS)[number];
 export const CALL_CREATE_METHODS = ["INCOMING_CALL", "PARENT_CALL", "API"] as const;
 export type CallCreateMethodValue = (typeof CALL_CREATE_METHODS)[number];
+
+/**
+ * How a call is recorded by configuration (call recording): from
+ * `Call.options.recording` (API calls), the phone number instance's
+ * `call_recording_trigger` (incoming number calls) or the SIP domain's
+ * `call_recording` (incoming SIP domain calls). Enum values by their proto
+ * names; `readyUri` empty means no recording-ready webhook.
+ */
+export interface CallRecordingSettings {
+  trigger: "ANSWER" | "BRIDGE";
+  postProcessing: PostProcessingValue[];
+  readyUri: string;
+}
 
 export const calls = pgTable(
   "calls",
@@ -55,6 +69,10 @@ export const calls = pgTable(
     originatingCallId: text("originating_call_id"),
     parentCallId: text("parent_call_id"),
     bridged: boolean("bridged").notNull().default(false),
+    /** Call recording by configuration; null: the call is not recorded by configuration. */
+    recording: jsonb("recording").$type<CallRecordingSettings>(),
+    /** The engine (process) driving the call (src/voice/calls/liveness.ts); null until it starts it. */
+    engineId: text("engine_id"),
     priceCurrency: text("price_currency"),
     priceUnits: bigint("price_units", { mode: "number" }),
     priceNanos: integer("price_nanos"),
@@ -77,3 +95,11 @@ export const calls = pgTable(
 
 export type CallRow = typeof calls.$inferSelect;
 export type NewCallRow = typeof calls.$inferInsert;
+
+/** Call engines (processes) alive, by their heartbeats (src/voice/calls/liveness.ts). */
+export const callEngines = pgTable("call_engines", {
+  id: text("id").primaryKey(),
+  startTime: timestamptz("start_time").notNull(),
+  /** Wall-clock time of the last heartbeat. */
+  heartbeatTime: timestamptz("heartbeat_time").notNull(),
+});

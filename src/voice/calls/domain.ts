@@ -13,6 +13,20 @@
  *   (tel: and sip: handlers are not supported yet), each violation naming
  *   `call.options.handler_uris[i]`; `state_update_uri` empty or an absolute
  *   http(s) URI; `timeout_seconds` 0 (= 30) or 1..600.
+ * - `call.options.recording` (CallRecordingConfig, optional), checked like
+ *   a SIP domain's `call_recording`: `recording_ready_uri` and
+ *   `transcription_ready_uri` empty or absolute http(s) URIs (violations
+ *   name `call.options.recording.recording_ready_uri` /
+ *   `.transcription_ready_uri`); `post_processing[i]` must be a processing
+ *   (POST_PROCESSING_UNSPECIFIED is a violation naming it). Trigger
+ *   UNSPECIFIED or DISABLED stores no recording (the column is null and
+ *   `options.recording` reads back unset); ANSWER / BRIDGE are stored as
+ *   `calls.recording` ({trigger, postProcessing (deduplicated), readyUri})
+ *   for the engine. Transcription is not built: `transcribe` DEFAULT is
+ *   UNIMPLEMENTED (ErrorInfo reason NOT_IMPLEMENTED, metadata `field`
+ *   `call.options.recording.transcribe`), after every INVALID_ARGUMENT
+ *   check, whatever the trigger — asked-for transcription is never
+ *   silently dropped. TRANSCRIBE_OPTION_UNSPECIFIED / DISABLED are fine.
  * - `call.labels`: at most 50 keys, keys 1..100 and values ..1000
  *   characters, and at most 10 kB (10,240 UTF-8 bytes) of keys and values
  *   together.
@@ -21,16 +35,25 @@
  * create_method API — its QUEUED state update enqueued in the same
  * transaction — and handed to the engine after the transaction commits.
  */
+
+import { Code } from "@connectrpc/connect";
 import { and, eq } from "drizzle-orm";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
-import { type FieldViolation, invalidArgument, notFound } from "../../api/errors.js";
+import { type FieldViolation, invalidArgument, notFound, rpcError } from "../../api/errors.js";
 import { newResourceId } from "../../api/ids.js";
 import { labelViolations } from "../../api/labels.js";
 import { parseResourceName } from "../../api/names.js";
 import { keysetAfter, keysetOrder, type PageResult, readPage } from "../../api/pagination.js";
 import type { Clock } from "../../clock.js";
 import type { Db } from "../../db/client.js";
-import { type CallRow, calls } from "../../db/schema/index.js";
+import {
+  type CallRecordingSettings,
+  type CallRow,
+  calls,
+  POST_PROCESSINGS,
+  type PostProcessingValue,
+  type StoredCallRecording,
+} from "../../db/schema/index.js";
 import { enqueueWebhook } from "../../events/outbox.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
 import { compileCallFilter } from "./filter.js";
@@ -53,8 +76,70 @@ export interface CallInput {
         handlerUris: string[];
         stateUpdateUri: string;
         timeoutSeconds: number;
+        /** CallRecordingConfig with enum values by proto name; undefined when unset. */
+        recording?: CallRecordingInput | undefined;
       }
     | undefined;
+}
+
+/** `Call.options.recording` as given: the SIP domain's stored shape (enum values by proto name). */
+export type CallRecordingInput = StoredCallRecording;
+
+const RECORDING_FIELD = "call.options.recording";
+
+function isPostProcessing(value: string): value is PostProcessingValue {
+  return (POST_PROCESSINGS as readonly string[]).includes(value);
+}
+
+/**
+ * What a (valid) CallRecordingConfig stores on the call: null unless the
+ * trigger is ANSWER or BRIDGE.
+ */
+export function callRecordingSettings(config: CallRecordingInput | undefined): CallRecordingSettings | null {
+  if (config === undefined || (config.trigger !== "ANSWER" && config.trigger !== "BRIDGE")) return null;
+  return {
+    trigger: config.trigger,
+    postProcessing: [...new Set(config.postProcessing.filter(isPostProcessing))],
+    readyUri: config.recordingReadyUri,
+  };
+}
+
+function recordingViolations(config: CallRecordingInput): FieldViolation[] {
+  const v: FieldViolation[] = [];
+  for (const [field, uri] of [
+    ["recording_ready_uri", config.recordingReadyUri],
+    ["transcription_ready_uri", config.transcriptionReadyUri],
+  ] as const) {
+    if (uri !== "" && !isHttpUrl(uri)) {
+      v.push({
+        field: `${RECORDING_FIELD}.${field}`,
+        description: "must be an absolute http or https URI",
+        reason: "string.uri",
+      });
+    }
+  }
+  config.postProcessing.forEach((p, i) => {
+    if (!isPostProcessing(p)) {
+      v.push({
+        field: `${RECORDING_FIELD}.post_processing[${i}]`,
+        description: `must be one of ${POST_PROCESSINGS.join(", ")}`,
+        reason: "enum.defined_only",
+      });
+    }
+  });
+  return v;
+}
+
+/** UNIMPLEMENTED when `config` asks for transcription (not built yet). */
+function transcriptionNotImplemented(config: CallRecordingInput | undefined) {
+  if (config === undefined || config.transcribe !== "DEFAULT") return undefined;
+  const field = `${RECORDING_FIELD}.transcribe`;
+  return rpcError(
+    Code.Unimplemented,
+    "NOT_IMPLEMENTED",
+    `${field}: transcription of call recordings is not implemented yet; use DISABLED or leave it unset`,
+    { feature: "transcription", field },
+  );
 }
 
 export function callName(row: Pick<CallRow, "projectId" | "id">): string {
@@ -142,6 +227,7 @@ export function callViolations(input: CallInput): FieldViolation[] {
       reason: "int32.range",
     });
   }
+  if (o.recording !== undefined) v.push(...recordingViolations(o.recording));
   return v;
 }
 
@@ -181,6 +267,8 @@ export class CallsDomain {
     }
     if (violations.length > 0) throw invalidArgument(violations);
     const o = input.options!;
+    const unimplemented = transcriptionNotImplemented(o.recording);
+    if (unimplemented !== undefined) throw unimplemented;
     const now = this.clock.now();
     const row = await this.db.transaction(async (tx) => {
       const [inserted] = (await tx
@@ -198,6 +286,7 @@ export class CallsDomain {
           handlerUris: o.handlerUris,
           stateUpdateUri: o.stateUpdateUri,
           timeoutSeconds: o.timeoutSeconds === 0 ? DEFAULT_TIMEOUT_SECONDS : o.timeoutSeconds,
+          recording: callRecordingSettings(o.recording),
           createTime: now,
         })
         .returning()) as [CallRow];

@@ -14,47 +14,61 @@
  *   recorded — when:
  *   - `NUMBER_NOT_IN_SERVICE`: no instance holds `to`, or it is not ACTIVE;
  *   - `NO_HANDLER`: the instance has no incoming_call_handler_uris.
- * - The handlers used are the instance's leading absolute http(s) URIs, in
- *   order, falling through on failure (a `tel:`/`sip:` URI after them is
- *   not reached: no fall-through from markup to forwarding yet); they are
- *   copied onto the call when it is created.
- * - When the first handler URI is `tel:+N` the call is forwarded to that
- *   number, when `sip:user@host` to that SIP address: the engine places a
- *   leg there (caller ID: the caller's number, empty when private) and
- *   bridges it once answered (plan `bridge`, see engine.ts); its busy, no
- *   answer or failure ends the call with that state (no fall-through to the
- *   next URI yet).
+ * - All of the instance's incoming_call_handler_uris — absolute http(s)
+ *   markup handlers, `tel:+N` and `sip:user@host` forwarding targets alike —
+ *   are copied onto the call's handler_uris, in order, and the call is
+ *   handed to the engine with plan `control`: the engine walks the list,
+ *   falling through from one URI to the next (markup or forwarding) on
+ *   failure (see engine.ts).
+ * - Call recording: the instance's call_recording_trigger ANSWER / BRIDGE
+ *   is copied onto the call (`calls.recording` = {trigger, postProcessing:
+ *   [], readyUri: ""}); DISABLED leaves it null.
  * - The call is recorded RINGING (it rang at us), direction INCOMING,
  *   transport PSTN, create_method INCOMING_CALL, create_time = start_time =
  *   ring_time, no options (no state updates, see engine.ts), and handed to
- *   the engine, which answers it and runs its markup.
+ *   the engine (after the insert has committed), which answers it and runs
+ *   its handlers.
  *
  * SIP domain calls: `to` is the Request-URI's user part, `sourceIp`
  * required; `user` non-empty means the simulated request authenticated as a
  * domain user. SipDomainsDomain.resolveSipCall decides (authorization rules
- * 1-5); for a domain with a channel_limit (collaboration type) it is asked
- * again with the number of the domain's calls not yet ended (incoming SIP
- * calls whose `to` is at its FQDN; counted, then inserted — not under a
- * lock, so simultaneous injections can overshoot by the race). A refusal is
- * FAILED_PRECONDITION with resolveSipCall's code as the reason. The Call:
- * transport SIP, `to` `sip:{to}@{fqdn}`, `from` the given SIP URI or
- * `sip:{from|user|anonymous}@{sourceIp}` (`anonymous` when private);
- * then by call_termination_mode:
+ * 1-5). For a domain with a channel_limit (collaboration type), the
+ * domain's calls not yet ended (incoming SIP calls whose `to` is at its
+ * FQDN) are counted and the new call inserted in ONE transaction that first
+ * takes the transaction-level advisory lock
+ * `pg_advisory_xact_lock(hashtext('sip_domain_calls:' || id))`: calls to one
+ * domain are admitted one at a time, so simultaneous calls cannot overshoot
+ * channel_limit (`channelLimitRefusal` decides, CHANNEL_LIMIT_REACHED). A
+ * refusal is FAILED_PRECONDITION with resolveSipCall's code as the reason.
+ * The Call: transport SIP, `to` `sip:{to}@{fqdn}`, `from` the given SIP URI
+ * or `sip:{from|user|anonymous}@{sourceIp}` (`anonymous` when private),
+ * `recording` from the domain's call_recording (trigger ANSWER / BRIDGE;
+ * otherwise null); then by call_termination_mode:
  * - PROGRAMMABLE: markup from call_termination_handler_uris;
  * - PSTN_TRUNK: `to` must be E.164; the engine bridges it to a PSTN leg
  *   (plan `bridge`, see engine.ts), caller ID `from` when it is E.164;
  * - DISABLED: FAILED_PRECONDITION `TERMINATION_DISABLED`.
  */
-import { and, eq, like, notInArray } from "drizzle-orm";
+import { and, count, eq, like, notInArray, sql } from "drizzle-orm";
 import { type FieldViolation, failedPrecondition, invalidArgument } from "../../api/errors.js";
 import { newResourceId } from "../../api/ids.js";
 import type { Clock } from "../../clock.js";
-import type { Db } from "../../db/client.js";
-import { type CallRow, calls } from "../../db/schema/index.js";
+import type { Db, DbOrTx, Tx } from "../../db/client.js";
+import {
+  type CallRecordingSettings,
+  type CallRow,
+  calls,
+  type RecordingTriggerValue,
+} from "../../db/schema/index.js";
 import type { NumberDirectory } from "../../messaging/messages/incoming.js";
 import { parseE164 } from "../../messaging/unsubscribers/domain.js";
-import type { SipCallRequest, SipCallResolution } from "../sip-domains/domain.js";
-import type { CallPlan, CallStarter } from "./domain.js";
+import {
+  channelLimitRefusal,
+  type SipCallRequest,
+  type SipCallResolution,
+  type SipDomain,
+} from "../sip-domains/domain.js";
+import { type CallPlan, type CallStarter, callRecordingSettings } from "./domain.js";
 import { TERMINAL_STATES } from "./engine.js";
 
 export const IncomingCallRejection = {
@@ -81,9 +95,15 @@ export interface IncomingCallsDeps {
   sipDomains: { resolveSipCall(call: SipCallRequest): Promise<SipCallResolution> };
 }
 
-function isHttpUri(uri: string): boolean {
-  return /^https?:\/\//i.test(uri);
+/** The recording of a number call: the instance's call_recording_trigger. */
+export function instanceRecording(trigger: RecordingTriggerValue): CallRecordingSettings | null {
+  return trigger === "ANSWER" || trigger === "BRIDGE" ? { trigger, postProcessing: [], readyUri: "" } : null;
 }
+
+type NewIncomingCall = Pick<
+  CallRow,
+  "projectId" | "to" | "from" | "isPrivate" | "transport" | "handlerUris" | "recording"
+>;
 
 function phoneViolations(field: string, value: string): FieldViolation[] {
   if (value === "") return [{ field, description: "is required", reason: "required" }];
@@ -129,25 +149,16 @@ export class IncomingCalls {
         { to: input.to, phone_number_instance: instance.name },
       );
     }
-    const first = uris.findIndex((u) => !isHttpUri(u));
-    const handlerUris = first === -1 ? [...uris] : uris.slice(0, first);
-    const call = {
+    // Markup and forwarding URIs alike: the engine walks them in order.
+    return this.record({
       projectId: instance.projectId,
       to: input.to,
       from: input.isPrivate ? "" : input.from,
       isPrivate: input.isPrivate,
-      transport: "PSTN" as const,
-    };
-    if (handlerUris.length === 0) {
-      // The first handler forwards: tel:+N to that number, sip:... to that address.
-      const target = uris[0]!;
-      const forwardTo = /^tel:/i.test(target) ? target.slice(4) : target;
-      return this.record(
-        { ...call, handlerUris: [target] },
-        { kind: "bridge", to: forwardTo, from: call.from },
-      );
-    }
-    return this.record({ ...call, handlerUris });
+      transport: "PSTN",
+      handlerUris: [...uris],
+      recording: instanceRecording(instance.callRecordingTrigger),
+    });
   }
 
   /** A call to a SIP domain: resolveSipCall decides, then the domain's termination mode routes it. */
@@ -171,17 +182,23 @@ export class IncomingCalls {
       // The simulated network reports `user` as a user the request authenticated as.
       authenticatedUser: input.user !== "",
     };
-    let resolution = await this.deps.sipDomains.resolveSipCall(request);
-    if (resolution.allow && resolution.domain.channelLimit !== undefined) {
-      const activeCalls = await this.activeSipCalls(resolution.domain.fqdn);
-      resolution = await this.deps.sipDomains.resolveSipCall({ ...request, activeCalls });
-    }
-    if (!resolution.allow) {
+    const resolution = await this.deps.sipDomains.resolveSipCall(request);
+    const refused = (r: SipCallResolution & { allow: false }) => {
       const metadata: Record<string, string> = { to: input.to, source_ip: input.sourceIp };
-      if (resolution.domain !== undefined) metadata.sip_domain = resolution.domain.name;
-      throw failedPrecondition(resolution.code, resolution.reason, metadata);
-    }
+      if (r.domain !== undefined) metadata.sip_domain = r.domain.name;
+      return failedPrecondition(r.code, r.reason, metadata);
+    };
+    if (!resolution.allow) throw refused(resolution);
     const domain = resolution.domain;
+    // channel_limit: counted and inserted under the domain's lock (see the header).
+    const admit =
+      domain.channelLimit === undefined
+        ? undefined
+        : async (tx: Tx) => {
+            await lockDomainCalls(tx, domain);
+            const full = channelLimitRefusal(domain, await activeSipCalls(tx, domain.fqdn));
+            if (full !== undefined) throw refused(full);
+          };
     const to = `sip:${input.to}@${domain.fqdn}`;
     const fromUser = input.isPrivate ? "anonymous" : input.from || input.user || "anonymous";
     const from = fromUser.startsWith("sip:") ? fromUser : `sip:${fromUser}@${input.sourceIp}`;
@@ -191,10 +208,15 @@ export class IncomingCalls {
       from,
       isPrivate: input.isPrivate,
       transport: "SIP" as const,
+      recording: callRecordingSettings(domain.callRecording),
     };
     switch (domain.callTerminationMode) {
       case "PROGRAMMABLE":
-        return this.record({ ...base, handlerUris: [...domain.callTerminationHandlerUris] });
+        return this.record(
+          { ...base, handlerUris: [...domain.callTerminationHandlerUris] },
+          { kind: "control" },
+          admit,
+        );
       case "PSTN_TRUNK": {
         if (parseE164(input.to) === undefined) {
           throw invalidArgument([
@@ -206,7 +228,11 @@ export class IncomingCalls {
           ]);
         }
         const callerId = input.isPrivate ? "" : (parseE164(input.from) ?? "");
-        return this.record({ ...base, handlerUris: [] }, { kind: "bridge", to: input.to, from: callerId });
+        return this.record(
+          { ...base, handlerUris: [] },
+          { kind: "bridge", to: input.to, from: callerId },
+          admit,
+        );
       }
       default:
         throw failedPrecondition(
@@ -217,28 +243,30 @@ export class IncomingCalls {
     }
   }
 
-  /** Calls of the domain not yet ended (SIP calls whose `to` is at its FQDN). */
-  private async activeSipCalls(fqdn: string): Promise<number> {
-    const rows = await this.deps.db
-      .select({ id: calls.id })
-      .from(calls)
-      .where(
-        and(
-          eq(calls.transport, "SIP"),
-          eq(calls.direction, "INCOMING"),
-          like(calls.to, `%@${fqdn.replace(/[\\%_]/g, (c) => `\\${c}`)}`),
-          notInArray(calls.state, [...TERMINAL_STATES]),
-        ),
-      );
-    return rows.length;
+  /**
+   * Inserts the call — in one transaction after `admit` (which may throw to
+   * refuse it) when there is one — and, once committed, starts the engine.
+   */
+  private async record(
+    call: NewIncomingCall,
+    plan: CallPlan = { kind: "control" },
+    admit?: (tx: Tx) => Promise<void>,
+  ): Promise<CallRow> {
+    const row =
+      admit === undefined
+        ? await this.insert(this.deps.db, call)
+        : await this.deps.db.transaction(async (tx) => {
+            await admit(tx);
+            return this.insert(tx, call);
+          });
+    // Only after the commit: the engine must see (and may update) the row.
+    this.deps.engine.start(row, plan);
+    return row;
   }
 
-  private async record(
-    call: Pick<CallRow, "projectId" | "to" | "from" | "isPrivate" | "transport" | "handlerUris">,
-    plan: CallPlan = { kind: "control" },
-  ): Promise<CallRow> {
+  private async insert(db: DbOrTx, call: NewIncomingCall): Promise<CallRow> {
     const now = this.deps.clock.now();
-    const [row] = (await this.deps.db
+    const [row] = (await db
       .insert(calls)
       .values({
         id: newResourceId(),
@@ -254,7 +282,31 @@ export class IncomingCalls {
         ringTime: now,
       })
       .returning()) as [CallRow];
-    this.deps.engine.start(row, plan);
     return row;
   }
+}
+
+/**
+ * Serialises the admission of calls to `domain` until the transaction ends
+ * (PostgreSQL and PGlite alike): a transaction-level advisory lock keyed by
+ * the domain id.
+ */
+async function lockDomainCalls(tx: Tx, domain: Pick<SipDomain, "id">): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`sip_domain_calls:${domain.id}`}))`);
+}
+
+/** Calls of the domain not yet ended (incoming SIP calls whose `to` is at its FQDN). */
+async function activeSipCalls(db: DbOrTx, fqdn: string): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(calls)
+    .where(
+      and(
+        eq(calls.transport, "SIP"),
+        eq(calls.direction, "INCOMING"),
+        like(calls.to, `%@${fqdn.replace(/[\\%_]/g, (c) => `\\${c}`)}`),
+        notInArray(calls.state, [...TERMINAL_STATES]),
+      ),
+    );
+  return row?.n ?? 0;
 }

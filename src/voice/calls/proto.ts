@@ -1,8 +1,13 @@
 /**
  * Calls as stored ↔ the proto `Call` (and its proto3 JSON for webhooks).
  *
- * Incoming calls: `options` is left unset (they are not created through
- * the API), and `from_location` / `from_zone` are derived from `from` with
+ * `options` is set only for calls created through the API (create_method
+ * API); incoming calls and child legs created by markup (PARENT_CALL) have
+ * no API options. `options.recording` echoes the stored call recording
+ * (`calls.recording`): trigger, post_processing, recording_ready_uri;
+ * unset when the call is not recorded by configuration.
+ *
+ * Incoming calls: `from_location` / `from_zone` are derived from `from` with
  * libphonenumber-js (max metadata) when it is a valid E.164 number —
  * libphonenumber-js has no geocoder or time-zone data, so `from_location`
  * carries only `region_code` (the CLDR region, `AU`) and `from_zone` is the
@@ -13,6 +18,10 @@
 import { create, toJsonString } from "@bufbuild/protobuf";
 import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
+import {
+  CallRecordingConfig_CallRecordingTrigger,
+  PostProcessing,
+} from "../../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
 import { CallRequestSchema } from "../../../gen/enfonica/voice/v1beta1/call_request_pb.js";
 import {
   type Call,
@@ -81,13 +90,22 @@ export function callToProto(row: CallRow): Call {
     originatingCall:
       row.originatingCallId === null ? "" : callName({ projectId: row.projectId, id: row.originatingCallId }),
     createMethod: Call_CreateMethod[row.createMethod],
-    options: incoming
-      ? undefined
-      : {
-          handlerUris: row.handlerUris,
-          stateUpdateUri: row.stateUpdateUri,
-          timeoutSeconds: row.timeoutSeconds,
-        },
+    options:
+      row.createMethod !== "API"
+        ? undefined
+        : {
+            handlerUris: row.handlerUris,
+            stateUpdateUri: row.stateUpdateUri,
+            timeoutSeconds: row.timeoutSeconds,
+            recording:
+              row.recording === null
+                ? undefined
+                : {
+                    trigger: CallRecordingConfig_CallRecordingTrigger[row.recording.trigger],
+                    postProcessing: row.recording.postProcessing.map((p) => PostProcessing[p]),
+                    recordingReadyUri: row.recording.readyUri,
+                  },
+          },
     fromLocation: origin?.location,
     fromZone: origin?.zone ?? "",
     sipCallId: row.transport === "SIP" ? sipCallId(row) : "",

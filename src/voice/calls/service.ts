@@ -8,6 +8,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { type Calls, ListCallsResponseSchema } from "../../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { badField } from "../../api/errors.js";
 import { parseParent } from "../../api/names.js";
+import { recordingFromProto } from "../sip-domains/service.js";
 import type { CallsDomain } from "./domain.js";
 import { callToProto } from "./proto.js";
 
@@ -29,6 +30,7 @@ export function callsService(domain: CallsDomain): Partial<ServiceImpl<typeof Ca
                 handlerUris: [...o.handlerUris],
                 stateUpdateUri: o.stateUpdateUri,
                 timeoutSeconds: o.timeoutSeconds,
+                recording: recordingFromProto(o.recording),
               },
       });
       return callToProto(row);

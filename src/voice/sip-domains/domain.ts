@@ -734,14 +734,9 @@ export class SipDomainsDomain {
       namedDomain: named,
     });
     if (!decision.allow) return refuse(domain, decision.code, decision.rule, decision.reason);
-    const limit = domain.channelLimit;
-    if (limit !== undefined && call.activeCalls !== undefined && call.activeCalls >= limit) {
-      return refuse(
-        domain,
-        "CHANNEL_LIMIT_REACHED",
-        null,
-        `${domain.name} already has ${call.activeCalls} calls in progress; its channel_limit is ${limit}`,
-      );
+    if (call.activeCalls !== undefined) {
+      const full = channelLimitRefusal(domain, call.activeCalls);
+      if (full !== undefined) return full;
     }
     return {
       allow: true,
@@ -778,6 +773,27 @@ export class SipDomainsDomain {
       );
     }
   }
+}
+
+/**
+ * The refusal (CHANNEL_LIMIT_REACHED) of one more call to `domain` while
+ * `activeCalls` of its calls are in progress; undefined when it has room
+ * (or no channel_limit). The caller counting `activeCalls` must hold the
+ * domain's call lock until its new call is inserted (see incoming.ts).
+ */
+export function channelLimitRefusal(
+  domain: SipDomain,
+  activeCalls: number,
+): (SipCallResolution & { allow: false }) | undefined {
+  const limit = domain.channelLimit;
+  if (limit === undefined || activeCalls < limit) return undefined;
+  return {
+    allow: false,
+    domain,
+    code: "CHANNEL_LIMIT_REACHED",
+    rule: null,
+    reason: `${domain.name} already has ${activeCalls} calls in progress; its channel_limit is ${limit}`,
+  };
 }
 
 function refuse(
