@@ -40,6 +40,13 @@ export interface Config {
    * again. Default 2592000 (30 days); 0 releases them at once.
    */
   numberQuarantineSeconds: number;
+  /**
+   * ENGINE_HEARTBEAT_SECONDS: how often a call engine proves it is alive; an
+   * engine silent for 3 intervals is dead and its calls end FAILED
+   * ENGINE_LOST (src/voice/calls/liveness.ts). Default 10; 0 disables the
+   * periodic heartbeat (the sweep at start still runs).
+   */
+  engineHeartbeatSeconds: number;
   /** SIMULATOR_TIME_SCALE: seconds of wall-clock time per simulated second (src/telephony/simulator/config.ts). */
   simulatorTimeScale: number;
   /**
@@ -216,6 +223,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     operatorToken: operatorToken(env.SWITCHBOARD_OPERATOR_TOKEN, databaseUrl),
     sipDomains: sipDomains(env),
     simulatorTimeScale: simulatorTimeScale(env),
+    engineHeartbeatSeconds: int(env, "ENGINE_HEARTBEAT_SECONDS", 10, 0, 3600),
     numberQuarantineSeconds: int(
       env,
       "NUMBER_QUARANTINE_SECONDS",

@@ -105,13 +105,13 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       ? undefined
       : new WebhookWorker({ db: database, clock, config: config.webhooks, log });
   const kickWebhooks = () => webhooks?.kick();
-  // The call engine drives the calls created through this process's API.
-  const engine = createCallEngine(
-    { config, clock, log, db: database, kickWebhooks },
-    options.scheduler === undefined ? {} : { scheduler: options.scheduler },
-  );
   // Recordings: shared by the API, the audio download route and the engine.
   const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks });
+  // The call engine drives the calls created through this process's API.
+  const engine = createCallEngine(
+    { config, clock, log, db: database, kickWebhooks, recordings },
+    options.scheduler === undefined ? {} : { scheduler: options.scheduler },
+  );
   const services =
     options.services ?? buildServices({ config, clock, log, db: database, kickWebhooks, engine, recordings });
   const operatorToken = resolveOperatorToken(config);
@@ -164,6 +164,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { allowedOrigins: config.corsAllowedOrigins },
   );
 
+  // Registers the engine and ends the calls of engines that died (liveness.ts).
+  await engine.begin();
   webhooks?.start();
 
   let server: OnePortServer | undefined;

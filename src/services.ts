@@ -95,6 +95,9 @@ export function createCallEngine(
     log: deps.log,
     rates: deps.config.callRates,
     delivery: deps.config.webhooks,
+    recordings: deps.recordings ?? createRecordings(deps),
+    numbers: numberingDomains(deps.db, deps.clock, deps.config).instances,
+    heartbeatSeconds: deps.config.engineHeartbeatSeconds,
     ...(kick === undefined ? {} : { kick }),
   });
 }
@@ -111,7 +114,8 @@ export function buildServices(deps: Deps): ServiceEntry[] {
   const projects = new ProjectsRepository(deps.db);
   const voice = new VoiceStore(deps.db);
   const sipDomains = new SipDomainsDomain(voice, deps.clock, deps.config.sipDomains);
-  const engine = deps.engine ?? createCallEngine(deps);
+  const recordings = deps.recordings ?? createRecordings(deps);
+  const engine = deps.engine ?? createCallEngine({ ...deps, recordings });
   const entries: ServiceEntry[] = [
     { desc: Projects, impl: projectsService(new ProjectsDomain(projects, deps.clock)) },
     {
@@ -156,7 +160,7 @@ export function buildServices(deps: Deps): ServiceEntry[] {
       desc: Calls,
       impl: callsService(new CallsDomain(deps.db, deps.clock, numbering.instances, engine)),
     },
-    { desc: Recordings, impl: recordingsService(deps.recordings ?? createRecordings(deps)) },
+    { desc: Recordings, impl: recordingsService(recordings) },
   ];
   return entries;
 }

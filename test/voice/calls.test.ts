@@ -26,6 +26,7 @@ import type { Db } from "../../src/db/client.js";
 import { projects } from "../../src/db/schema/index.js";
 import { createLogger } from "../../src/log.js";
 import { numberingDomains } from "../../src/numbering/domains.js";
+import { createRecordings } from "../../src/recordings/index.js";
 import { type App, build } from "../../src/server.js";
 import type { Carrier } from "../../src/telephony/carrier.js";
 import { SimulatorCarrier } from "../../src/telephony/simulator/carrier.js";
@@ -464,6 +465,7 @@ describe.each(testDatabases())("outgoing calls on $name", (backend) => {
         log: silent,
         rates: config.callRates,
         delivery: { timeoutMs: 1000, allowPrivateDestinations: true },
+        recordings: createRecordings({ config, clock: scheduler.clock, log: silent, db: database.db }),
       });
       const { instances } = numberingDomains(database.db, scheduler.clock, { numberQuarantineSeconds: 0 });
       return { engine, domain: new CallsDomain(database.db, scheduler.clock, instances, engine) };
@@ -481,7 +483,7 @@ describe.each(testDatabases())("outgoing calls on $name", (backend) => {
         placeCall: async () => {
           throw new Error("network down");
         },
-        acceptCall: async () => {
+        receiveCall: async () => {
           throw new Error("network down");
         },
       });

@@ -210,7 +210,11 @@ describe.each(testDatabases())("incoming calls on $name", (backend) => {
     expectSigned(handler.requests[2]!, key, `${handler.base}/menu`);
     const first = fromJsonString(CallRequestSchema, handler.requests[1]!.body);
     expect(first.call?.name).toBe(res.call);
-    expect(first.call?.state).toBe(Call_State.IN_PROGRESS);
+    // Markup is asked for while the caller still rings; the first Say answers.
+    expect(first.call?.state).toBe(Call_State.RINGING);
+    expect(first.call?.answerTime).toBeUndefined();
+    const second = fromJsonString(CallRequestSchema, handler.requests[2]!.body);
+    expect(second.call?.state).toBe(Call_State.IN_PROGRESS);
     expect(first.call?.direction).toBe(Call_Direction.INCOMING);
     expect(first.call?.fromLocation?.regionCode).toBe("AU");
     // Incoming calls have no state_update_uri: no state updates are queued.

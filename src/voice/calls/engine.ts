@@ -1,71 +1,62 @@
 /**
- * The call engine: drives a created call over the Carrier and runs its
- * call-control markup.
+ * The call engine: drives calls over the Carrier — outgoing API calls,
+ * incoming calls, SIP trunk calls and the child legs they create — and
+ * their call control (control.ts), child calls (dial.ts) and call
+ * recordings (call-recording.ts). One ActiveCall (active-call.ts) per call.
  *
  * Outgoing call (after the create transaction committed):
  *   QUEUED → STARTING (start_time, the carrier is asked) → RINGING (ring_time)
  *   → IN_PROGRESS (answer_time) → COMPLETED (end_time, answer_duration),
  *   or BUSY / REJECTED / NOT_ANSWERED / FAILED with the carrier's error_code
  *   and error_message (simulator defaults: BUSY, REJECTED, NO_ANSWER,
- *   CARRIER_ERROR, or the route's own code).
- * Every transition is one transaction: the row is updated (only while the
- * call is not terminal) and a CALL_STATE_UPDATE webhook (body: the Call as
- * proto3 JSON) is enqueued to options.state_update_uri, ordering key = the
- * call's name; then the webhook worker is kicked. Transitions of one call
- * are written strictly in order (one promise chain per call).
- *
- * Call control, on answer: a CallRequest (event CALL, body {call,
- * parameters}) is POSTed with signedPost to handler_uris, falling through on
- * failure; the response is parsed with parseVoiceMl and its actions run:
- * - Say / Play / Wait on the carrier leg (Play lasts PLAY_SECONDS: audio is
- *   not fetched yet; Wait plays silence for its seconds);
- * - Input: its prompts are played, then digits are collected; with a NextUri
- *   the URI (resolved against the document's URL) is requested with
- *   parameters {digits}; without one the document goes on (digits dropped);
- * - Redirect: the URL (resolved against the document's URL) is requested and
- *   its document runs instead;
- * - Reject: the (already answered) call is hung up and ends COMPLETED;
- * - the end of a document: hang up, COMPLETED.
- * Error codes the engine sets (state FAILED):
- * - HANDLER_UNAVAILABLE: no handler URI answered 2xx;
- * - MARKUP_*: the document did not parse (parseVoiceMl's code and message);
- * - UNSUPPORTED_ACTION: Call, Record, RecordCall (not built yet), Label,
- *   Stream, ReceiveFax;
- * - INTERNAL_ERROR: anything unexpected (logged) — the engine never lets an
- *   error escape to the process;
- * - SERVICE_SHUTDOWN: the service stopped while the call was in flight
- *   (`stop()` hangs up every live call and records this).
- * The remote party hanging up ends the call COMPLETED. Price: at the end,
- * from the rate table (rates.ts) by `to`. Time comes only from the scheduler.
- *
+ *   CARRIER_ERROR, or the route's own code). On answer, call control runs
+ *   from handler_uris.
  * Incoming call (incoming.ts created it RINGING, start_time = ring_time =
- * create_time): the engine answers it at once (Carrier.acceptCall) →
- * IN_PROGRESS (answer_time) and runs the same call control from its
- * handler_uris (the instance's incoming_call_handler_uris, copied when the
- * call was created). Incoming calls have no options, hence no
- * state_update_uri: no CALL_STATE_UPDATE webhooks are sent for them (the
- * contract has no field that would name a target).
+ * create_time): the leg is taken ringing (Carrier.receiveCall) and call
+ * control runs from its handler URIs at once; the leg is answered when an
+ * action needs it (→ IN_PROGRESS, answer_time), so a `<Reject>` first ends
+ * it REJECTED/BUSY and a forwarding answers it only when the target does.
+ * Incoming calls have no options, hence no state_update_uri: no
+ * CALL_STATE_UPDATE webhooks are sent for them.
+ * Trunk call (a PSTN_TRUNK SIP domain's call): forwarded to the dialled
+ * number as a child call; its failure ends the call with the child's state.
+ * Child call: placed like an outgoing call (QUEUED → STARTING → ...), with
+ * the parent's state_update_uri; see dial.ts.
  *
- * Bridged call (plan `bridge`: a PSTN_TRUNK domain's call, or an incoming
- * call whose first handler URI is tel:/sip: — forwarding): a leg to the
- * target is placed (timeout DEFAULT_TIMEOUT_SECONDS); once it
- * answers the caller's leg is answered and bridged with it → IN_PROGRESS,
- * `bridged` true. The PSTN leg failing (busy, no answer, ...) ends the call
- * with that state and error code; either side hanging up ends both legs,
- * COMPLETED. The PSTN leg is not a Call resource of its own (yet).
+ * Every transition is one transaction: the row is updated (only while the
+ * call is not terminal) and, for a state change, a CALL_STATE_UPDATE
+ * webhook (body: the Call as proto3 JSON) is enqueued to state_update_uri,
+ * ordering key = the call's name; then the webhook worker is kicked.
+ * Errors never escape to the process: anything unexpected ends the call
+ * FAILED INTERNAL_ERROR (logged); `stop()` ends every live call FAILED
+ * SERVICE_SHUTDOWN and waits for recordings being processed. The remote
+ * party hanging up ends the call COMPLETED. Price: at the end, from the
+ * rate table (rates.ts) by `to`. Time comes only from the scheduler.
+ *
+ * Calls are driven by the process that created them; a process that
+ * crashes leaves its calls in flight as they were (see README, Calls).
  */
 import { and, eq, notInArray } from "drizzle-orm";
+import { newResourceId } from "../../api/ids.js";
 import type { Db } from "../../db/client.js";
 import { type CallRow, type CallStateValue, calls, projects } from "../../db/schema/index.js";
-import { type DeliveryOptions, SignedPostError, signedPost } from "../../events/delivery.js";
+import type { DeliveryOptions } from "../../events/delivery.js";
 import { enqueueWebhook } from "../../events/outbox.js";
 import type { Logger } from "../../log.js";
-import type { CallEnd, Carrier, CarrierEvents, CarrierLeg } from "../../telephony/carrier.js";
-import { type Action, type PromptAction, parseVoiceMl, resolveUri } from "../../telephony/markup/index.js";
+import type { NumberDirectory } from "../../messaging/messages/incoming.js";
+import type { RecordingsDomain } from "../../recordings/domain.js";
+import type { Carrier } from "../../telephony/carrier.js";
 import type { Scheduler } from "../../telephony/scheduler.js";
-import { type CallPlan, callName, DEFAULT_TIMEOUT_SECONDS } from "./domain.js";
-import { callJson, callRequestJson } from "./proto.js";
-import { type CallRates, priceOf } from "./rates.js";
+import { ActiveCall, type CallRole, type Patch } from "./active-call.js";
+import { CallRecorder } from "./call-recording.js";
+import { ControlErrorCode, runHandlers } from "./control.js";
+import { type DialRequest, type DialTarget, dial, forwardRequest } from "./dial.js";
+import { type CallPlan, callName } from "./domain.js";
+import { EngineLiveness } from "./liveness.js";
+import { callJson } from "./proto.js";
+import type { CallRates } from "./rates.js";
+
+export { BEEP_SECONDS, PLAY_SECONDS } from "./control.js";
 
 export const TERMINAL_STATES: readonly CallStateValue[] = [
   "COMPLETED",
@@ -74,12 +65,9 @@ export const TERMINAL_STATES: readonly CallStateValue[] = [
   "BUSY",
   "REJECTED",
 ];
-/** How long a `<Play>` lasts until audio is fetched and measured. */
-export const PLAY_SECONDS = 5;
 
 export const EngineErrorCode = {
-  HandlerUnavailable: "HANDLER_UNAVAILABLE",
-  UnsupportedAction: "UNSUPPORTED_ACTION",
+  ...ControlErrorCode,
   InternalError: "INTERNAL_ERROR",
   ServiceShutdown: "SERVICE_SHUTDOWN",
 } as const;
@@ -92,301 +80,172 @@ export interface CallEngineOptions {
   rates: CallRates;
   /** Timeout and destination rules of call-control requests (the webhooks settings). */
   delivery: DeliveryOptions;
+  /** Where recordings of calls go (`<Record>`, `<RecordCall>`, configured call recording). */
+  recordings: RecordingsDomain;
+  /** Numbers of the projects (a `<Call>`'s CallerId must be one of the project's); parties only when absent. */
+  numbers?: NumberDirectory;
   /** Tells the webhook worker that events were enqueued. */
   kick?: () => void;
-}
-
-type Patch = Partial<Omit<CallRow, "id" | "projectId">>;
-
-const CARRIER_END: Record<CallEnd["cause"], CallStateValue> = {
-  busy: "BUSY",
-  rejected: "REJECTED",
-  "no-answer": "NOT_ANSWERED",
-  failed: "FAILED",
-  "remote-hangup": "COMPLETED",
-  "local-hangup": "COMPLETED",
-};
-
-/** What a document's run leads to. */
-type Next = { kind: "fetch"; uris: readonly string[]; parameters: Record<string, string> } | { kind: "end" };
-
-class ActiveCall {
-  row: CallRow;
-  leg: CarrierLeg | undefined;
-  /** The PSTN leg of a SIP trunk call, bridged with `leg`. */
-  outbound: CarrierLeg | undefined;
-  plan: CallPlan = { kind: "control" };
-  /** Set (synchronously) once the call's end is decided. */
-  terminal = false;
-  private chain: Promise<void> = Promise.resolve();
-
-  constructor(
-    private readonly engine: CallEngine,
-    row: CallRow,
-  ) {
-    this.row = row;
-  }
-
-  get log() {
-    return this.engine.options.log;
-  }
-
-  get now(): Date {
-    return this.engine.options.scheduler.now();
-  }
-
-  /** Queues a transition; transitions are written in the order they are made. */
-  private persist(patch: Patch): Promise<void> {
-    this.row = { ...this.row, ...patch };
-    const snapshot = this.row;
-    const next = this.chain.then(() => this.engine.write(snapshot, patch));
-    this.chain = next.catch((err) =>
-      this.log.error({ err, call: callName(snapshot) }, "call state write failed"),
-    );
-    return this.chain;
-  }
-
-  transition(state: CallStateValue, patch: Patch = {}): Promise<void> {
-    if (this.terminal) return this.chain;
-    return this.persist({ ...patch, state });
-  }
-
-  /** Ends the call: hangs up the leg (if live) and records the terminal state once. */
-  finish(state: CallStateValue, errorCode = "", errorMessage = ""): Promise<void> {
-    if (this.terminal) return this.chain;
-    this.terminal = true;
-    const endTime = this.now;
-    const answerMs = this.row.answerTime === null ? null : endTime.getTime() - this.row.answerTime.getTime();
-    // A bridged call is priced by the leg it placed; others by `to`.
-    const pricedTo = this.plan.kind === "bridge" ? this.plan.to : this.row.to;
-    const price = priceOf(this.engine.options.rates, pricedTo, answerMs ?? 0);
-    if (this.leg !== undefined && this.leg.state !== "ended") this.leg.hangUp();
-    if (this.outbound !== undefined && this.outbound.state !== "ended") this.outbound.hangUp();
-    const done = this.persist({
-      state,
-      errorCode,
-      errorMessage: errorMessage.slice(0, 1000),
-      endTime,
-      answerDurationMs: answerMs,
-      priceCurrency: price.currency,
-      priceUnits: price.units,
-      priceNanos: price.nanos,
-    });
-    return done.finally(() => this.engine.forget(this));
-  }
-
-  fail(err: unknown): Promise<void> {
-    this.log.error({ err, call: callName(this.row) }, "call failed with an internal error");
-    return this.finish("FAILED", EngineErrorCode.InternalError, "The service failed while handling the call");
-  }
-
-  /** The carrier events of the call's leg; the same markup runner for both directions. */
-  private events(): CarrierEvents {
-    return {
-      ringing: () => {
-        void this.transition("RINGING", { ringTime: this.now });
-      },
-      answered: () => {
-        void this.transition("IN_PROGRESS", { answerTime: this.now });
-        this.control().catch((err) => this.fail(err));
-      },
-      ended: (end) => {
-        void this.finish(CARRIER_END[end.cause], end.errorCode ?? "", end.errorMessage ?? "");
-      },
-    };
-  }
-
-  /**
-   * A bridged call (SIP trunk, forwarding): the outbound leg is placed first; the caller's leg is
-   * answered once it answers, and the two are bridged. The PSTN leg not
-   * connecting ends the call with its state and error (the caller is never
-   * answered); either party hanging up ends both, COMPLETED.
-   */
-  private async bridgeCall(to: string, from: string): Promise<void> {
-    const carrier = this.engine.options.carrier;
-    this.outbound = await carrier.placeCall(
-      { callId: `${this.row.id}-pstn`, to, from, timeoutSeconds: this.engine.trunkTimeoutSeconds },
-      {
-        ringing: () => {},
-        answered: () => {
-          this.acceptBridged().catch((err) => this.fail(err));
-        },
-        ended: (end) => {
-          void this.finish(CARRIER_END[end.cause], end.errorCode ?? "", end.errorMessage ?? "");
-        },
-      },
-    );
-    if (this.terminal && this.outbound.state !== "ended") this.outbound.hangUp();
-  }
-
-  private async acceptBridged(): Promise<void> {
-    if (this.terminal) return;
-    this.leg = await this.engine.options.carrier.acceptCall(
-      { callId: this.row.id, to: this.row.to, from: this.row.from },
-      {
-        ringing: () => {},
-        answered: () => {
-          const outbound = this.outbound;
-          if (this.terminal || this.leg === undefined || outbound?.state !== "answered") return;
-          this.leg.bridge(outbound);
-          void this.transition("IN_PROGRESS", { answerTime: this.now, bridged: true });
-        },
-        ended: () => {
-          void this.finish("COMPLETED");
-        },
-      },
-    );
-    if (this.terminal && this.leg.state !== "ended") this.leg.hangUp();
-  }
-
-  async run(): Promise<void> {
-    if (this.plan.kind === "bridge") {
-      await this.bridgeCall(this.plan.to, this.plan.from);
-    } else if (this.row.direction === "INCOMING") {
-      // Created RINGING (it rang at us); the engine answers it.
-      this.leg = await this.engine.options.carrier.acceptCall(
-        { callId: this.row.id, to: this.row.to, from: this.row.from },
-        this.events(),
-      );
-    } else {
-      await this.transition("STARTING", { startTime: this.now });
-      if (this.terminal) return;
-      this.leg = await this.engine.options.carrier.placeCall(
-        {
-          callId: this.row.id,
-          to: this.row.to,
-          from: this.row.from,
-          timeoutSeconds: this.row.timeoutSeconds,
-        },
-        this.events(),
-      );
-    }
-    if (this.terminal && this.leg !== undefined && this.leg.state !== "ended") this.leg.hangUp();
-  }
-
-  /** Runs call control until the call ends. */
-  private async control(): Promise<void> {
-    let next: Next = { kind: "fetch", uris: this.row.handlerUris, parameters: {} };
-    while (next.kind === "fetch" && !this.terminal) {
-      const document = await this.fetchMarkup(next.uris, next.parameters);
-      if (document === undefined || this.terminal) return;
-      const parsed = parseVoiceMl(document.body, document.contentType);
-      if (!parsed.ok) {
-        await this.finish("FAILED", parsed.errorCode, parsed.errorMessage);
-        return;
-      }
-      next = await this.runActions(parsed.actions, document.uri);
-    }
-    if (!this.terminal) await this.finish("COMPLETED");
-  }
-
-  private async fetchMarkup(
-    uris: readonly string[],
-    parameters: Record<string, string>,
-  ): Promise<{ uri: string; body: string; contentType: string | undefined } | undefined> {
-    const signingKey = await this.engine.signingKey(this.row.projectId);
-    try {
-      const result = await signedPost(
-        { signingKey, uris, eventType: "CALL", body: callRequestJson(this.row, parameters) },
-        { now: () => this.now },
-        this.engine.options.delivery,
-      );
-      return { uri: result.uri, body: result.body, contentType: result.contentType };
-    } catch (err) {
-      if (!(err instanceof SignedPostError)) throw err;
-      await this.finish(
-        "FAILED",
-        EngineErrorCode.HandlerUnavailable,
-        `No call handler answered: ${err.message}`,
-      );
-      return undefined;
-    }
-  }
-
-  /** Plays a prompt; false when the leg ended first. */
-  private async prompt(action: PromptAction, documentUri: string): Promise<boolean> {
-    const leg = this.leg!;
-    switch (action.kind) {
-      case "say": {
-        const options: { language?: string; voice?: string } = {};
-        if (action.language !== undefined) options.language = action.language;
-        if (action.voice !== undefined) options.voice = action.voice;
-        return (await leg.say(action.text, options)).completed;
-      }
-      case "play":
-        return (await leg.play({ uri: resolveUri(documentUri, action.url), durationSeconds: PLAY_SECONDS }))
-          .completed;
-      case "wait":
-        return (await leg.play({ uri: "silence:", durationSeconds: action.seconds })).completed;
-    }
-  }
-
-  private async runActions(actions: readonly Action[], documentUri: string): Promise<Next> {
-    for (const action of actions) {
-      if (this.terminal) return { kind: "end" };
-      switch (action.kind) {
-        case "say":
-        case "play":
-        case "wait":
-          if (!(await this.prompt(action, documentUri))) return { kind: "end" };
-          break;
-        case "input": {
-          for (const p of action.prompts) {
-            if (!(await this.prompt(p, documentUri))) return { kind: "end" };
-          }
-          const digits = await this.leg!.collectDigits({
-            numDigits: action.numDigits ?? 0,
-            finishOnKey: action.finishOnKey ?? "",
-            timeoutSeconds: action.timeoutSeconds,
-          });
-          if (this.terminal) return { kind: "end" };
-          if (action.nextUri !== undefined) {
-            return { kind: "fetch", uris: [resolveUri(documentUri, action.nextUri)], parameters: { digits } };
-          }
-          break;
-        }
-        case "redirect":
-          return { kind: "fetch", uris: [resolveUri(documentUri, action.uri)], parameters: {} };
-        case "reject":
-          await this.finish("COMPLETED");
-          return { kind: "end" };
-        default: {
-          const element =
-            "unsupported" in action ? action.element : action.kind[0]!.toUpperCase() + action.kind.slice(1);
-          await this.finish(
-            "FAILED",
-            EngineErrorCode.UnsupportedAction,
-            `The markup action <${element}> is not supported`,
-          );
-          return { kind: "end" };
-        }
-      }
-    }
-    return { kind: "end" };
-  }
+  /** Liveness heartbeat interval (ENGINE_HEARTBEAT_SECONDS); default 10. */
+  heartbeatSeconds?: number;
 }
 
 export class CallEngine {
   private readonly active = new Map<string, ActiveCall>();
+  private readonly background = new Set<Promise<unknown>>();
   private stopped = false;
+  /** This engine's id in `call_engines` and on the calls it drives. */
+  readonly id = `engine-${newResourceId()}`;
+  readonly liveness: EngineLiveness;
 
-  constructor(readonly options: CallEngineOptions) {}
+  constructor(readonly options: CallEngineOptions) {
+    this.liveness = new EngineLiveness(this.id, {
+      db: options.db,
+      log: options.log,
+      recordings: options.recordings,
+      heartbeatSeconds: options.heartbeatSeconds ?? 10,
+      ...(options.kick === undefined ? {} : { kick: options.kick }),
+    });
+  }
 
-  /** How long the PSTN leg of a SIP trunk call may ring. */
-  readonly trunkTimeoutSeconds = DEFAULT_TIMEOUT_SECONDS;
+  /** Registers the engine, ends the calls of dead engines, and heartbeats from now on. */
+  begin(): Promise<void> {
+    return this.liveness.start();
+  }
 
   /** Starts driving a created call (QUEUED outgoing, RINGING incoming); never throws. */
   start(row: CallRow, plan: CallPlan = { kind: "control" }): void {
     if (this.stopped) {
-      this.options.log.warn({ call: callName(row) }, "call created while the engine is stopped; left QUEUED");
+      this.options.log.warn(
+        { call: callName(row) },
+        "call created while the engine is stopped; left as it is",
+      );
       return;
     }
     // The create transaction may have enqueued the QUEUED state update.
     this.options.kick?.();
-    const call = new ActiveCall(this, row);
-    call.plan = plan;
+    const role: CallRole =
+      row.direction === "OUTGOING" ? "outgoing" : plan.kind === "bridge" ? "trunk" : "incoming";
+    const call = this.adopt(row, role);
+    this.run(call, plan).catch((err) => call.fail(err));
+  }
+
+  private adopt(row: CallRow, role: CallRole, parent?: ActiveCall): ActiveCall {
+    const call = new ActiveCall(this, row, role, parent);
+    if (role !== "child") {
+      call.recorder = new CallRecorder(call);
+      if (row.recording !== null) call.recorder.arm(row.recording, "configuration");
+    }
     this.active.set(row.id, call);
-    call.run().catch((err) => call.fail(err));
+    return call;
+  }
+
+  private async run(call: ActiveCall, plan: CallPlan): Promise<void> {
+    const carrier = this.options.carrier;
+    if (call.role !== "child") {
+      // The call's first write names the engine driving it (liveness.ts).
+      await this.liveness.register();
+      await call.persist({ engineId: this.id });
+    }
+    const row = call.row;
+    switch (call.role) {
+      case "outgoing":
+      case "child": {
+        await call.transition("STARTING", { startTime: call.now });
+        if (call.terminal) return;
+        const onAnswer = () => {
+          if (call.role === "outgoing")
+            runHandlers(call, call.row.handlerUris, "").catch((err) => call.fail(err));
+        };
+        call.leg = await carrier.placeCall(
+          { callId: row.id, to: row.to, from: row.from, timeoutSeconds: row.timeoutSeconds },
+          call.events(onAnswer),
+        );
+        break;
+      }
+      case "incoming":
+      case "trunk": {
+        call.leg = await carrier.receiveCall({ callId: row.id, to: row.to, from: row.from }, call.events());
+        if (call.terminal) break;
+        if (plan.kind === "bridge") {
+          const result = await dial(call, { ...forwardRequest(`tel:${plan.to}`, plan.from) });
+          if (!call.terminal)
+            await (result.bridged ? call.finish("COMPLETED") : call.endWith(result.outcome));
+        } else {
+          // Forwarding presents the caller's number.
+          await runHandlers(call, row.handlerUris, row.from);
+        }
+        break;
+      }
+    }
+    if (call.terminal && call.leg !== undefined && call.leg.state !== "ended") call.leg.hangUp();
+  }
+
+  /** Creates a child call of `parent` to `target` (QUEUED, its state update in the same transaction) and places it. */
+  async startChild(
+    parent: ActiveCall,
+    target: DialTarget,
+    request: Pick<DialRequest, "callerId" | "timeoutSeconds">,
+  ): Promise<ActiveCall> {
+    const now = this.options.scheduler.now();
+    const p = parent.row;
+    const row = await this.options.db.transaction(async (tx) => {
+      const [inserted] = (await tx
+        .insert(calls)
+        .values({
+          id: newResourceId(),
+          projectId: p.projectId,
+          to: target.to,
+          from: request.callerId,
+          labels: {},
+          state: "QUEUED",
+          direction: "OUTGOING",
+          transport: target.transport,
+          createMethod: "PARENT_CALL",
+          handlerUris: [],
+          stateUpdateUri: p.stateUpdateUri,
+          timeoutSeconds: request.timeoutSeconds,
+          originatingCallId: p.id,
+          parentCallId: p.id,
+          engineId: this.id,
+          createTime: now,
+        })
+        .returning()) as [CallRow];
+      if (inserted.stateUpdateUri !== "") {
+        await enqueueWebhook(tx, {
+          projectId: inserted.projectId,
+          eventType: "CALL_STATE_UPDATE",
+          uris: [inserted.stateUpdateUri],
+          body: callJson(inserted),
+          orderingKey: callName(inserted),
+          now,
+        });
+      }
+      return inserted;
+    });
+    this.options.kick?.();
+    const child = this.adopt(row, "child", parent);
+    if (parent.terminal || this.stopped) {
+      await child.cancel("CANCELLED", "The parent call ended first");
+      return child;
+    }
+    parent.children.add(child);
+    this.run(child, { kind: "control" }).catch((err) => child.fail(err));
+    return child;
+  }
+
+  /** Whether `row`'s call may present `callerId` to a `<Call>` endpoint. */
+  async mayPresent(row: CallRow, callerId: string): Promise<boolean> {
+    if (callerId === row.from || callerId === row.to) return true;
+    const owner = await this.options.numbers?.findByNumber(callerId);
+    return owner !== undefined && owner.projectId === row.projectId && owner.lifecycleState === "ACTIVE";
+  }
+
+  /** Keeps background work (recording processing) for `stop()` to wait for; its failure is logged. */
+  track(work: Promise<unknown>): void {
+    const p = work.catch((err) => this.options.log.error({ err }, "call engine background work failed"));
+    this.background.add(p);
+    void p.finally(() => this.background.delete(p));
   }
 
   /** Calls in flight (tests, shutdown). */
@@ -394,18 +253,34 @@ export class CallEngine {
     return this.active.size;
   }
 
+  /** Background work in flight (tests). */
+  get backgroundCount(): number {
+    return this.background.size;
+  }
+
+  /** Resolves once no call is in flight and no recording is being processed (tests). */
+  async idle(): Promise<void> {
+    while (this.background.size > 0) await Promise.all([...this.background]);
+  }
+
   forget(call: ActiveCall): void {
     if (this.active.get(call.row.id) === call) this.active.delete(call.row.id);
   }
 
-  /** Hangs up every live call, recording FAILED SERVICE_SHUTDOWN; resolves once written. */
+  /** Hangs up every live call, recording FAILED SERVICE_SHUTDOWN; resolves once written and recordings processed. */
   async stop(): Promise<void> {
     this.stopped = true;
+    // Children first: a parent ending would otherwise cancel them (CANCELLED).
+    const live = [...this.active.values()].sort(
+      (a, b) => Number(b.role === "child") - Number(a.role === "child"),
+    );
     await Promise.all(
-      [...this.active.values()].map((c) =>
+      live.map((c) =>
         c.finish("FAILED", EngineErrorCode.ServiceShutdown, "The service stopped during the call"),
       ),
     );
+    await this.idle();
+    await this.liveness.stop();
   }
 
   async signingKey(projectId: string): Promise<string> {
@@ -417,7 +292,7 @@ export class CallEngine {
     return row.key;
   }
 
-  /** One transition: the row (while not terminal) and its state update, in one transaction. */
+  /** One write: the row (while not terminal) and, for a state change, its state update, in one transaction. */
   async write(row: CallRow, patch: Patch): Promise<void> {
     const now = this.options.scheduler.now();
     const written = await this.options.db.transaction(async (tx) => {
@@ -428,7 +303,7 @@ export class CallEngine {
         .returning();
       const current = updated[0];
       if (current === undefined) return false;
-      if (current.stateUpdateUri !== "") {
+      if (patch.state !== undefined && current.stateUpdateUri !== "") {
         await enqueueWebhook(tx, {
           projectId: current.projectId,
           eventType: "CALL_STATE_UPDATE",
@@ -437,8 +312,9 @@ export class CallEngine {
           orderingKey: callName(current),
           now,
         });
+        return true;
       }
-      return true;
+      return false;
     });
     if (written) this.options.kick?.();
   }

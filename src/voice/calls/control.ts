@@ -1,0 +1,340 @@
+/**
+ * Call control: what a call does once it is up to us.
+ *
+ * Handler URIs (an API call's handler_uris, an instance's
+ * incoming_call_handler_uris, a programmable SIP domain's
+ * call_termination_handler_uris) are walked in order with fall-through:
+ * consecutive http(s) URIs are asked for markup with a signed CallRequest
+ * (event CALL; signedPost falls through among them); a `tel:` / `sip:` URI
+ * forwards the call there (dial.ts). The first markup document obtained
+ * takes the call over until it ends; a forwarding that is bridged ends the
+ * call COMPLETED when the bridge ends; a forwarding that does not connect,
+ * or markup URIs that all fail, fall through to the next URI. When none is
+ * left the call ends with the last failure: HANDLER_UNAVAILABLE (FAILED)
+ * after markup URIs, the forwarded leg's state and error code after a
+ * forwarding (a ringing caller is refused busy / rejected accordingly).
+ *
+ * Markup (parseVoiceMl) runs action by action:
+ * - Say / Play / Wait / Input / Record answer a ringing incoming call first
+ *   (`ensureAnswered`); Play lasts PLAY_SECONDS (audio is not fetched yet);
+ *   Wait plays silence;
+ * - Input collects digits; with a NextUri that URI (resolved against the
+ *   document's URL) is requested with parameters {digits}; without one the
+ *   document goes on;
+ * - Redirect requests its URL and runs that document instead;
+ * - Reject refuses an unanswered call — REJECTED (or BUSY for
+ *   reason="busy"), error_code REJECTED / BUSY — and hangs up an answered
+ *   one (COMPLETED);
+ * - Call dials its Endpoints (dial.ts); CallerId must be the parent's own
+ *   `from` or `to`, or a number of an ACTIVE instance of the project
+ *   (otherwise the call ends FAILED CALLER_ID_NOT_ALLOWED); without it the
+ *   caller ID is the parent's `from` when it is a number, else its `to`
+ *   when that is one, else withheld. With a NextUri the results go there;
+ *   without, the document goes on after the bridge;
+ * - Record plays a beep (PlayBeep, BEEP_SECONDS), records the caller
+ *   (Carrier `recordCaller`) into a PENDING recording (source
+ *   RECORD_ACTION, one channel, ready URI = RecordingReadyUri resolved
+ *   against the document) whose processing runs in the background; with a
+ *   NextUri the parameters are action=RECORD, recording=its name,
+ *   estimatedDurationSeconds, endedBy (max-duration, silence, stop-key,
+ *   hangup);
+ * - RecordCall arms a call recording (call-recording.ts);
+ * - the end of a document hangs up: COMPLETED.
+ * Errors that end the call FAILED: HANDLER_UNAVAILABLE, MARKUP_* (the
+ * parser's code and message), UNSUPPORTED_ACTION (Label, Stream,
+ * ReceiveFax), CALLER_ID_NOT_ALLOWED, INTERNAL_ERROR.
+ */
+import { SignedPostError, signedPost } from "../../events/delivery.js";
+import {
+  type Action,
+  type CallAction,
+  type PromptAction,
+  parseVoiceMl,
+  type RecordAction,
+  resolveUri,
+} from "../../telephony/markup/index.js";
+import type { ActiveCall, Outcome } from "./active-call.js";
+import { type DialRequest, dial, forwardRequest, targetOf } from "./dial.js";
+import { callRequestJson } from "./proto.js";
+
+/** How long a `<Play>` lasts until audio is fetched and measured. */
+export const PLAY_SECONDS = 5;
+/** The beep before a `<Record>` (PlayBeep). */
+export const BEEP_SECONDS = 0.5;
+
+export const ControlErrorCode = {
+  HandlerUnavailable: "HANDLER_UNAVAILABLE",
+  UnsupportedAction: "UNSUPPORTED_ACTION",
+  CallerIdNotAllowed: "CALLER_ID_NOT_ALLOWED",
+} as const;
+
+interface Document {
+  uri: string;
+  body: string;
+  contentType: string | undefined;
+}
+
+type Fetched = ({ ok: true } & Document) | { ok: false; message: string };
+
+/** What a document's run leads to. */
+type Next = { kind: "fetch"; uris: readonly string[]; parameters: Record<string, string> } | { kind: "end" };
+
+const isHttp = (uri: string) => /^https?:\/\//i.test(uri);
+const isE164 = (value: string) => /^\+[1-9]\d{1,14}$/.test(value);
+
+/** Walks `uris` with fall-through until the call is taken over or every URI failed. */
+export async function runHandlers(
+  call: ActiveCall,
+  uris: readonly string[],
+  forwardCallerId: string,
+): Promise<void> {
+  let failure: Outcome = {
+    state: "FAILED",
+    errorCode: ControlErrorCode.HandlerUnavailable,
+    errorMessage: "The call has no handler URI",
+  };
+  let i = 0;
+  while (i < uris.length && !call.terminal) {
+    if (isHttp(uris[i]!)) {
+      let j = i;
+      while (j < uris.length && isHttp(uris[j]!)) j++;
+      const fetched = await fetchMarkup(call, uris.slice(i, j), {});
+      i = j;
+      if (fetched.ok) {
+        await runDocuments(call, fetched);
+        return;
+      }
+      failure = {
+        state: "FAILED",
+        errorCode: ControlErrorCode.HandlerUnavailable,
+        errorMessage: `No call handler answered: ${fetched.message}`,
+      };
+    } else {
+      const result = await dial(call, forwardRequest(uris[i++]!, forwardCallerId));
+      if (result.bridged) {
+        if (!call.terminal) await call.finish("COMPLETED");
+        return;
+      }
+      failure = result.outcome;
+    }
+  }
+  if (!call.terminal) await call.endWith(failure);
+}
+
+async function fetchMarkup(
+  call: ActiveCall,
+  uris: readonly string[],
+  parameters: Record<string, string>,
+): Promise<Fetched> {
+  const signingKey = await call.engine.signingKey(call.row.projectId);
+  try {
+    const result = await signedPost(
+      { signingKey, uris, eventType: "CALL", body: callRequestJson(call.row, parameters) },
+      { now: () => call.now },
+      call.engine.options.delivery,
+    );
+    return { ok: true, uri: result.uri, body: result.body, contentType: result.contentType };
+  } catch (err) {
+    if (!(err instanceof SignedPostError)) throw err;
+    return { ok: false, message: err.message };
+  }
+}
+
+/** Runs `first` and the documents it leads to until the call ends. */
+async function runDocuments(call: ActiveCall, first: Document): Promise<void> {
+  let document = first;
+  for (;;) {
+    if (call.terminal) return;
+    const parsed = parseVoiceMl(document.body, document.contentType);
+    if (!parsed.ok) {
+      await call.finish("FAILED", parsed.errorCode, parsed.errorMessage);
+      return;
+    }
+    const next = await runActions(call, parsed.actions, document.uri);
+    if (next.kind === "end" || call.terminal) break;
+    const fetched = await fetchMarkup(call, next.uris, next.parameters);
+    if (!fetched.ok) {
+      await call.finish(
+        "FAILED",
+        ControlErrorCode.HandlerUnavailable,
+        `No call handler answered: ${fetched.message}`,
+      );
+      return;
+    }
+    document = fetched;
+  }
+  if (!call.terminal) await call.finish("COMPLETED");
+}
+
+/** Plays a prompt; false when the call ended first. */
+async function prompt(call: ActiveCall, action: PromptAction, documentUri: string): Promise<boolean> {
+  if (!(await call.ensureAnswered())) return false;
+  const leg = call.leg!;
+  switch (action.kind) {
+    case "say": {
+      const options: { language?: string; voice?: string } = {};
+      if (action.language !== undefined) options.language = action.language;
+      if (action.voice !== undefined) options.voice = action.voice;
+      return (await leg.say(action.text, options)).completed;
+    }
+    case "play":
+      return (await leg.play({ uri: resolveUri(documentUri, action.url), durationSeconds: PLAY_SECONDS }))
+        .completed;
+    case "wait":
+      return (await leg.play({ uri: "silence:", durationSeconds: action.seconds })).completed;
+  }
+}
+
+async function runActions(call: ActiveCall, actions: readonly Action[], documentUri: string): Promise<Next> {
+  for (const action of actions) {
+    if (call.terminal) return { kind: "end" };
+    switch (action.kind) {
+      case "say":
+      case "play":
+      case "wait":
+        if (!(await prompt(call, action, documentUri))) return { kind: "end" };
+        break;
+      case "input": {
+        for (const p of action.prompts) {
+          if (!(await prompt(call, p, documentUri))) return { kind: "end" };
+        }
+        if (!(await call.ensureAnswered())) return { kind: "end" };
+        const digits = await call.leg!.collectDigits({
+          numDigits: action.numDigits ?? 0,
+          finishOnKey: action.finishOnKey ?? "",
+          timeoutSeconds: action.timeoutSeconds,
+        });
+        if (call.terminal) return { kind: "end" };
+        if (action.nextUri !== undefined) {
+          return { kind: "fetch", uris: [resolveUri(documentUri, action.nextUri)], parameters: { digits } };
+        }
+        break;
+      }
+      case "redirect":
+        return { kind: "fetch", uris: [resolveUri(documentUri, action.uri)], parameters: {} };
+      case "reject":
+        if (call.leg?.state === "answered") await call.finish("COMPLETED");
+        else {
+          const busy = action.reason === "busy";
+          await call.finish(
+            busy ? "BUSY" : "REJECTED",
+            busy ? "BUSY" : "REJECTED",
+            busy ? "The call handler answered busy" : "The call handler rejected the call",
+            { reject: busy ? "busy" : "rejected" },
+          );
+        }
+        return { kind: "end" };
+      case "call": {
+        const request = await dialRequest(call, action);
+        if (request === undefined) return { kind: "end" };
+        const result = await dial(call, request);
+        if (call.terminal) return { kind: "end" };
+        if (action.nextUri !== undefined) {
+          return {
+            kind: "fetch",
+            uris: [resolveUri(documentUri, action.nextUri)],
+            parameters: result.parameters,
+          };
+        }
+        break;
+      }
+      case "record": {
+        const next = await record(call, action, documentUri);
+        if (next !== undefined) return next;
+        break;
+      }
+      case "recordCall":
+        call.recorder?.arm(
+          {
+            trigger: action.trigger === "bridge" ? "BRIDGE" : "ANSWER",
+            postProcessing: action.postProcessing.length > 0 ? ["TRIM_SILENCE"] : [],
+            readyUri:
+              action.recordingReadyUri === undefined ? "" : resolveUri(documentUri, action.recordingReadyUri),
+          },
+          "markup",
+        );
+        break;
+      default:
+        await call.finish(
+          "FAILED",
+          ControlErrorCode.UnsupportedAction,
+          `The markup action <${action.element}> is not supported`,
+        );
+        return { kind: "end" };
+    }
+  }
+  return { kind: "end" };
+}
+
+/** The dial request of a `<Call>`, or undefined when its CallerId is not allowed (the call then ended). */
+async function dialRequest(call: ActiveCall, action: CallAction): Promise<DialRequest | undefined> {
+  const row = call.row;
+  let callerId: string;
+  if (action.callerId !== undefined) {
+    callerId = action.callerId;
+    if (!(await call.engine.mayPresent(row, callerId))) {
+      await call.finish(
+        "FAILED",
+        ControlErrorCode.CallerIdNotAllowed,
+        `CallerId ${callerId} is neither a party of this call nor a number of an ACTIVE phone number instance of the project`,
+      );
+      return undefined;
+    }
+  } else {
+    callerId = isE164(row.from) ? row.from : isE164(row.to) ? row.to : "";
+  }
+  return {
+    targets: action.endpoints.map((e) => (e.type === "phone" ? targetOf(e.phoneNumber) : targetOf(e.uri))),
+    strategy: action.strategy,
+    timeoutSeconds: action.timeoutSeconds,
+    maxDurationSeconds: action.maxDurationSeconds,
+    callerId,
+  };
+}
+
+/** `<Record>`; a Next when the document does not go on. */
+async function record(
+  call: ActiveCall,
+  action: RecordAction,
+  documentUri: string,
+): Promise<Next | undefined> {
+  if (!(await call.ensureAnswered())) return { kind: "end" };
+  const leg = call.leg!;
+  if (action.playBeep && !(await leg.play({ uri: "tone:beep", durationSeconds: BEEP_SECONDS })).completed) {
+    return { kind: "end" };
+  }
+  const recording = leg.recordCaller({
+    maxSeconds: action.maxDurationSeconds,
+    silenceTimeoutSeconds: action.timeoutSeconds,
+    stopKey: action.stopKey ?? "",
+  });
+  const recordings = call.engine.options.recordings;
+  const pending = await recordings.createPending({
+    projectId: call.row.projectId,
+    callId: call.row.id,
+    source: "RECORD_ACTION",
+    postProcessing: action.postProcessing.length > 0 ? ["TRIM_SILENCE"] : [],
+    readyUri: action.recordingReadyUri === undefined ? "" : resolveUri(documentUri, action.recordingReadyUri),
+    channelCount: 1,
+  });
+  const result = await recording;
+  call.engine.track(
+    recordings.complete(pending.id, {
+      channels: result.audio.channels,
+      sampleRate: result.audio.sampleRate,
+      startTime: result.audio.startTime,
+    }),
+  );
+  if (call.terminal) return { kind: "end" };
+  if (action.nextUri === undefined) return undefined;
+  return {
+    kind: "fetch",
+    uris: [resolveUri(documentUri, action.nextUri)],
+    parameters: {
+      action: "RECORD",
+      recording: pending.name,
+      estimatedDurationSeconds: String(Math.round(result.audio.durationSeconds)),
+      endedBy: result.endedBy,
+    },
+  };
+}

@@ -1,0 +1,742 @@
+/**
+ * Recordings made by calls, end to end: the real app (build()) on
+ * 127.0.0.1 with the carrier simulator on a ManualScheduler, real HTTP
+ * receivers serving the markup and taking RECORDING_READY webhooks
+ * (signatures checked with node:crypto), recordings read back through the
+ * API (FULL view) and their audio downloaded through the signed links and
+ * measured with independent readers (a WAV parser written here, ffmpeg /
+ * ffprobe for the MP3).
+ *
+ * Call time only moves in scheduler.advance(); where a test measures an
+ * exact call time it stops advancing ("freezes") until the engine reached
+ * the point measured (e.g. the Record's beep timer is set), so that real
+ * HTTP latency cannot move it.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fromJsonString } from "@bufbuild/protobuf";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { eq } from "drizzle-orm";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { PhoneNumberInstance_RecordingTrigger as InstanceTrigger } from "../../gen/enfonica/numbering/v1beta1/phone_number_instances_pb.js";
+import {
+  PostProcessing,
+  CallRecordingConfig_CallRecordingTrigger as Trigger,
+} from "../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
+import { CallRequestSchema } from "../../gen/enfonica/voice/v1beta1/call_request_pb.js";
+import { type Call, Call_State, Calls } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import {
+  type Recording,
+  Recording_Source,
+  Recording_State,
+  Recordings,
+  RecordingView,
+} from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
+import {
+  SipDomain_TerminationMode as Mode,
+  SipDomains,
+} from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
+import {
+  SimulatorAdmin,
+  SimulatorRoute_Audio,
+  type SimulatorRoute_Outcome,
+} from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import type { Db } from "../../src/db/client.js";
+import { projects } from "../../src/db/schema/index.js";
+import { type App, build } from "../../src/server.js";
+import { addBlock, blockAllocator, numberingClients, provision } from "../numbering/support.js";
+import { bearer, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
+import { TestClock } from "../support/clock.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
+import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.js";
+import { ManualScheduler } from "../support/scheduler.js";
+import { newSipDomainId } from "../voice/support.js";
+import { decodeMp3Frames, parseWav, probeMp3 } from "./audio.js";
+
+const T0 = "2026-03-01T00:00:00.000Z";
+const RATE = 8000;
+/** Samples in one MP3 frame at 8 kHz (MPEG-2.5 layer III), and LAME's fixed delay. */
+const MP3_FRAME = 576;
+const LAME_DELAY = 576 + 529;
+/** The beep before a Record (PlayBeep) and the simulator's digit interval. */
+const BEEP_MS = 500;
+const DIGIT_INTERVAL_MS = 500;
+const CALLER = "+61491570156";
+const TERMINAL = new Set([
+  Call_State.COMPLETED,
+  Call_State.FAILED,
+  Call_State.NOT_ANSWERED,
+  Call_State.BUSY,
+  Call_State.REJECTED,
+]);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
+
+/** Milliseconds of a Timestamp or Duration. */
+const msOf = (t: { seconds: bigint; nanos: number } | undefined): number =>
+  t === undefined ? Number.NaN : Number(t.seconds) * 1000 + Math.round(t.nanos / 1e6);
+
+/** Polls `condition` in real time (5 ms steps, bounded); call time does not move meanwhile. */
+async function until(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+/** Every channel of a RIFF/WAVE PCM 16-bit file, read chunk by chunk (independent of src/). */
+function wavChannels(file: Buffer): Int16Array[] {
+  let offset = 12;
+  let channels = 0;
+  while (offset + 8 <= file.length) {
+    const id = file.toString("ascii", offset, offset + 4);
+    const size = file.readUInt32LE(offset + 4);
+    const body = offset + 8;
+    if (id === "fmt ") channels = file.readUInt16LE(body + 2);
+    if (id === "data") {
+      const frames = size / (2 * channels);
+      const out = Array.from({ length: channels }, () => new Int16Array(frames));
+      for (let i = 0; i < frames; i++) {
+        for (let c = 0; c < channels; c++) out[c]![i] = file.readInt16LE(body + (i * channels + c) * 2);
+      }
+      return out;
+    }
+    offset = body + size + (size % 2);
+  }
+  throw new Error("no data chunk");
+}
+
+/** Index of the first sample whose magnitude exceeds `threshold` (-1: none). */
+function firstSound(samples: Int16Array, threshold = 0): number {
+  return samples.findIndex((s) => Math.abs(s) > threshold);
+}
+
+async function keyOf(db: Db, project: string): Promise<Buffer> {
+  const [row] = await db
+    .select({ key: projects.signingKey })
+    .from(projects)
+    .where(eq(projects.id, project.split("/")[1]!));
+  return Buffer.from(row!.key, "base64");
+}
+
+/** Checks both signatures of a received webhook with node:crypto. */
+function expectSigned(req: ReceivedRequest, key: Buffer, url: string, eventType: string): void {
+  expect(req.method).toBe("POST");
+  expect(req.headers["x-enfonica-event"]).toBe(eventType);
+  const expected = createHmac("sha256", key)
+    .update(Buffer.from(url + eventType + req.body, "utf8"))
+    .digest();
+  const given = Buffer.from(String(req.headers["x-enfonica-signature"]), "base64");
+  expect(given.length).toBe(expected.length);
+  expect(timingSafeEqual(given, expected)).toBe(true);
+  const id = String(req.headers["webhook-id"]);
+  const timestamp = String(req.headers["webhook-timestamp"]);
+  const standard = createHmac("sha256", key).update(`${id}.${timestamp}.${req.body}`).digest("base64");
+  expect(String(req.headers["webhook-signature"]).split(" ")).toContain(`v1,${standard}`);
+}
+
+interface RecordingJson {
+  name: string;
+  state: string;
+  source: string;
+  readyUri: string;
+  duration?: string;
+  channelCount?: number;
+  audio?: { uri: string }[];
+}
+
+describe.each(testDatabases())("recordings of calls on $name", (backend) => {
+  const database = useTestDatabase(backend);
+  const scheduler = new ManualScheduler(new TestClock(T0));
+  const nextBlock = blockAllocator();
+  let blobDir: string;
+  let app: App;
+  let base: string;
+  let callsClient: Client<typeof Calls>;
+  let recordingsClient: Client<typeof Recordings>;
+  let simulator: Client<typeof SimulatorAdmin>;
+  let sip: Client<typeof SipDomains>;
+  let handler: Receiver;
+  let hooks: Receiver;
+  let destination = 0;
+
+  beforeAll(async () => {
+    blobDir = await mkdtemp(join(tmpdir(), "switchboard-call-recordings-"));
+    app = await build({
+      db: database.db,
+      clock: scheduler.clock,
+      scheduler,
+      config: testConfig({
+        BLOB_DIR: blobDir,
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+        WEBHOOKS_TIMEOUT_MS: "2000",
+        WEBHOOKS_POLL_INTERVAL_MS: "20",
+      }),
+    });
+    const address = await app.listen(0, "127.0.0.1");
+    base = `http://127.0.0.1:${address.port}`;
+    const transport = createConnectTransport({
+      baseUrl: base,
+      httpVersion: "1.1",
+      interceptors: [bearer(TEST_OPERATOR_TOKEN)],
+    });
+    callsClient = createClient(Calls, transport);
+    recordingsClient = createClient(Recordings, transport);
+    simulator = createClient(SimulatorAdmin, transport);
+    sip = createClient(SipDomains, transport);
+    handler = await startReceiver();
+    hooks = await startReceiver();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await handler?.close();
+    await hooks?.close();
+    if (blobDir) await rm(blobDir, { recursive: true, force: true });
+  });
+  afterEach(async () => {
+    // A failed test must not leave its calls running into the next one.
+    for (let i = 0; i < 20_000 && app.engine.activeCount > 0; i++) await scheduler.advance(0.1);
+    await app.engine.idle();
+    handler.requests.length = 0;
+    hooks.requests.length = 0;
+    handler.handle((_req, res) => res.end("ok"));
+  });
+
+  async function owner(): Promise<{ project: string; from: string }> {
+    const project = await newProject(database.db);
+    const c = numberingClients(database.db, scheduler.clock);
+    const from = await addBlock(c, nextBlock(), 10);
+    await provision(c, project, from);
+    return { project, from };
+  }
+
+  /** A destination (or caller) of its own with a simulator route. */
+  async function route(init: {
+    outcome?: SimulatorRoute_Outcome;
+    ringSeconds?: number;
+    talkSeconds?: number;
+    digits?: string;
+    audio?: SimulatorRoute_Audio;
+  }): Promise<string> {
+    destination++;
+    const to = `+614915703${String(destination).padStart(2, "0")}`;
+    await simulator.createRoute({ route: { prefix: to, ...init } });
+    return to;
+  }
+
+  /** Serves markup (or a plain 200 for "ok") by path. */
+  function serve(documents: Record<string, string>): void {
+    handler.handle((req, res) => {
+      const doc = documents[req.path.split("?")[0]!];
+      if (doc === undefined) {
+        res.statusCode = 404;
+        res.end("no");
+      } else if (doc === "ok") {
+        res.end("ok");
+      } else {
+        res.setHeader("content-type", "application/xml");
+        res.end(doc);
+      }
+    });
+  }
+
+  function createCall(project: string, from: string, to: string, path = "/start", extra = {}) {
+    return callsClient.createCall({
+      parent: project,
+      call: { to, from, options: { handlerUris: [`${handler.base}${path}`], ...extra } },
+    });
+  }
+
+  /** Moves call time forward in small steps until the call is over, then waits for recording processing. */
+  async function runToEnd(name: string, maxSeconds = 600): Promise<Call> {
+    for (let t = 0; t < maxSeconds * 10; t++) {
+      const call = await callsClient.getCall({ name });
+      if (TERMINAL.has(call.state) && app.engine.activeCount === 0) {
+        await app.engine.idle();
+        return call;
+      }
+      await scheduler.advance(0.1);
+      await sleep(1);
+    }
+    throw new Error(`call ${name} did not end within ${maxSeconds} s of call time`);
+  }
+
+  /**
+   * Creates a call and answers it (`answerAfterSeconds` after it is placed)
+   * with the clock frozen at the answer until `ready` holds.
+   */
+  async function answerFrozen(
+    place: () => Promise<Call>,
+    answerAfterSeconds: number,
+    ready: () => boolean,
+  ): Promise<Call> {
+    const created = await place();
+    await until(() => scheduler.pendingCount > 0, "the call to be placed");
+    await scheduler.advance(answerAfterSeconds);
+    await until(ready, "the engine to reach the measured point");
+    return created;
+  }
+
+  /** Polls GetRecording (FULL) until it is no longer PENDING. */
+  async function settled(name: string): Promise<Recording> {
+    let got = await recordingsClient.getRecording({ name });
+    const deadline = Date.now() + 10_000;
+    while (got.state === Recording_State.PENDING) {
+      if (Date.now() > deadline) throw new Error(`${name} stayed PENDING`);
+      await sleep(5);
+      got = await recordingsClient.getRecording({ name });
+    }
+    return got;
+  }
+
+  /** The recordings of a call (or project), oldest first, settled. */
+  async function recordingsOf(parent: string): Promise<Recording[]> {
+    const res = await recordingsClient.listRecordings({ parent, pageSize: 100 });
+    return Promise.all([...res.recordings].reverse().map((r) => settled(r.name)));
+  }
+
+  async function callsOf(project: string): Promise<Call[]> {
+    const res = await callsClient.listCalls({ parent: project, pageSize: 100 });
+    return [...res.calls].reverse();
+  }
+
+  function parametersAt(path: string): Record<string, string> {
+    const req = handler.requests.find((r) => r.path === path);
+    expect(req, `no request to ${path}`).toBeDefined();
+    return fromJsonString(CallRequestSchema, req!.body).parameters;
+  }
+
+  async function download(uri: string): Promise<Buffer> {
+    const res = await fetch(uri.startsWith("http") ? uri : `${base}${uri}`);
+    expect(res.status).toBe(200);
+    return Buffer.from(await res.arrayBuffer());
+  }
+
+  /** The WAV rendition (downloaded through the FULL view's signed link), checked 8 kHz 16-bit. */
+  async function wavOf(recording: Recording, channels: number) {
+    const wav = recording.audio.find((a) => a.mimeType === "audio/x-wav");
+    expect(wav?.uri).toMatch(/\/audio\/wav\?expires=\d+&sig=/);
+    const file = await download(wav!.uri);
+    const info = parseWav(file);
+    expect(info).toMatchObject({ format: 1, channels, sampleRate: RATE, bitsPerSample: 16 });
+    expect(info.frames).toBe((msOf(recording.duration) * RATE) / 1000);
+    return { info, channels: wavChannels(file) };
+  }
+
+  /** The MP3 rendition decodes (ffmpeg) to `frames` within one frame (plus LAME's fixed delay). */
+  async function expectMp3(recording: Recording, channels: number, frames: number): Promise<void> {
+    const mp3 = recording.audio.find((a) => a.mimeType === "audio/mpeg");
+    const file = await download(mp3!.uri);
+    expect(probeMp3(file)).toEqual({ codec: "mp3", sampleRate: RATE, channels });
+    const padding = decodeMp3Frames(file, channels, RATE) - frames - LAME_DELAY;
+    expect(padding).toBeGreaterThanOrEqual(0);
+    expect(padding).toBeLessThan(MP3_FRAME);
+  }
+
+  /** Waits (real time) for a request to `path` at `receiver`. */
+  async function requestAt(receiver: Receiver, path: string): Promise<ReceivedRequest> {
+    await until(() => receiver.requests.some((r) => r.path === path), `a request to ${path}`);
+    return receiver.requests.find((r) => r.path === path)!;
+  }
+
+  describe("<Record>", () => {
+    it("records a speaking caller to MaxDurationSeconds: NextUri parameters, SUCCEEDED, WAV and MP3 measured, beep first", async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+      serve({
+        "/start": xml('<Record MaxDurationSeconds="4" NextUri="/done"/>'),
+        "/done": xml("<Say>Thanks</Say>"),
+      });
+      // Answered at +1.1 s (setup 0.1 + ring 1); the clock stays there until the beep is playing.
+      const created = await answerFrozen(
+        () => createCall(project, from, to),
+        1.1,
+        () => handler.requests.length > 0 && scheduler.pendingCount >= 2,
+      );
+      const ended = await runToEnd(created.name);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+
+      const params = parametersAt("/done");
+      expect(params).toEqual({
+        action: "RECORD",
+        recording: expect.stringMatching(new RegExp(`^${created.name}/recordings/[^/]+$`)),
+        estimatedDurationSeconds: "4",
+        endedBy: "max-duration",
+      });
+      const recording = await settled(params.recording!);
+      expect(recording).toMatchObject({
+        name: params.recording,
+        state: Recording_State.SUCCEEDED,
+        source: Recording_Source.RECORD_ACTION,
+        channelCount: 1,
+        readyUri: "",
+      });
+      expect(msOf(recording.duration)).toBe(4000);
+      // PlayBeep defaults to true: recording starts 0.5 s after the Record began (at the answer).
+      expect(msOf(recording.startTime) - msOf(ended.answerTime)).toBe(BEEP_MS);
+
+      const { info } = await wavOf(recording, 1);
+      expect(info.frames).toBe(4 * RATE);
+      await expectMp3(recording, 1, 4 * RATE);
+    });
+
+    it('PlayBeep="false" starts recording when the Record begins', async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+      serve({
+        "/start": xml('<Record MaxDurationSeconds="2" PlayBeep="false" NextUri="/done"/>'),
+        "/done": xml(""),
+      });
+      const created = await answerFrozen(
+        () => createCall(project, from, to),
+        1.1,
+        () => handler.requests.length > 0 && scheduler.pendingCount >= 2,
+      );
+      const ended = await runToEnd(created.name);
+      const recording = await settled(parametersAt("/done").recording!);
+      expect(recording.state).toBe(Recording_State.SUCCEEDED);
+      expect(msOf(recording.startTime)).toBe(msOf(ended.answerTime));
+      expect(msOf(recording.duration)).toBe(2000);
+    });
+
+    it("a silent caller ends the Record after TimeoutSeconds: endedBy=silence, EMPTY, no audio", async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300, audio: SimulatorRoute_Audio.SILENCE });
+      serve({ "/start": xml('<Record TimeoutSeconds="2" NextUri="/done"/>'), "/done": xml("") });
+      const created = await createCall(project, from, to);
+      const ended = await runToEnd(created.name);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      const params = parametersAt("/done");
+      expect(params).toMatchObject({ action: "RECORD", endedBy: "silence", estimatedDurationSeconds: "2" });
+      const recording = await settled(params.recording!);
+      expect(recording).toMatchObject({
+        state: Recording_State.EMPTY,
+        source: Recording_Source.RECORD_ACTION,
+        channelCount: 1,
+        audio: [],
+      });
+      expect(recording.duration).toBeUndefined();
+    });
+
+    it("StopKey: the caller's keys 1, 2, # end it at the third key (3 x 0.5 s): endedBy=stop-key", async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300, digits: "12#" });
+      serve({ "/start": xml('<Record StopKey="#" NextUri="/done"/>'), "/done": xml("") });
+      const created = await createCall(project, from, to);
+      await runToEnd(created.name);
+      const params = parametersAt("/done");
+      expect(params).toMatchObject({ action: "RECORD", endedBy: "stop-key", estimatedDurationSeconds: "2" });
+      const recording = await settled(params.recording!);
+      expect(recording.state).toBe(Recording_State.SUCCEEDED);
+      expect(msOf(recording.duration)).toBe(3 * DIGIT_INTERVAL_MS);
+      const { info } = await wavOf(recording, 1);
+      expect(info.frames).toBe((3 * DIGIT_INTERVAL_MS * RATE) / 1000);
+    });
+
+    it("the caller hanging up during the Record: the recording still completes, no NextUri request", async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 4 });
+      serve({ "/start": xml('<Record MaxDurationSeconds="60" NextUri="/done"/>'), "/done": xml("") });
+      const created = await createCall(project, from, to);
+      const ended = await runToEnd(created.name);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      expect(msOf(ended.answerDuration)).toBe(4000);
+      expect(handler.requests.map((r) => r.path)).toEqual(["/start"]);
+      const [recording, ...others] = await recordingsOf(created.name);
+      expect(others).toEqual([]);
+      expect(recording).toMatchObject({
+        state: Recording_State.SUCCEEDED,
+        source: Recording_Source.RECORD_ACTION,
+        channelCount: 1,
+      });
+      // It ran from after the beep to the hang-up.
+      expect(msOf(recording!.startTime) + msOf(recording!.duration)).toBe(msOf(ended.endTime));
+      expect(msOf(recording!.startTime)).toBeGreaterThanOrEqual(msOf(ended.answerTime) + BEEP_MS);
+      await wavOf(recording!, 1);
+    });
+
+    it("RecordingReadyUri (relative, resolved against the document) receives a signed RECORDING_READY", async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+      serve({
+        "/flows/start": xml('<Record MaxDurationSeconds="2" RecordingReadyUri="ready?x=1" NextUri="/done"/>'),
+        "/done": xml(""),
+        "/flows/ready": "ok",
+      });
+      const created = await createCall(project, from, to, "/flows/start");
+      await runToEnd(created.name);
+      const name = parametersAt("/done").recording!;
+      const readyUri = `${handler.base}/flows/ready?x=1`;
+      const req = await requestAt(handler, "/flows/ready?x=1");
+      expectSigned(req, await keyOf(database.db, project), readyUri, "RECORDING_READY");
+      const body = JSON.parse(req.body) as RecordingJson;
+      expect(body).toMatchObject({
+        name,
+        state: "SUCCEEDED",
+        source: "RECORD_ACTION",
+        readyUri,
+        duration: "2s",
+        channelCount: 1,
+      });
+      expect(body.audio).toHaveLength(2);
+      // the webhook's links work too
+      expect(parseWav(await download(body.audio![0]!.uri)).frames).toBe(2 * RATE);
+      expect((await settled(name)).readyUri).toBe(readyUri);
+    });
+  });
+
+  describe("call recording triggers", () => {
+    it("options.recording ANSWER: one CALL_RECORDING from answer to end, 1 channel, RECORDING_READY", async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+      serve({ "/start": xml('<Say>Hello there</Say><Wait Seconds="3"/>') });
+      const readyUri = `${hooks.base}/call-ready`;
+      const created = await createCall(project, from, to, "/start", {
+        recording: { trigger: Trigger.ANSWER, recordingReadyUri: readyUri },
+      });
+      const ended = await runToEnd(created.name);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      const all = await recordingsOf(project);
+      expect(all).toHaveLength(1);
+      const recording = all[0]!;
+      expect(recording.name.startsWith(`${created.name}/recordings/`)).toBe(true);
+      expect(recording).toMatchObject({
+        state: Recording_State.SUCCEEDED,
+        source: Recording_Source.CALL_RECORDING,
+        channelCount: 1,
+        readyUri,
+      });
+      expect(msOf(recording.duration)).toBe(msOf(ended.answerDuration));
+      expect(msOf(recording.startTime)).toBe(msOf(ended.answerTime));
+      const { info } = await wavOf(recording, 1);
+      expect(info.frames).toBe((msOf(ended.answerDuration) * RATE) / 1000);
+      await expectMp3(recording, 1, info.frames);
+
+      const req = await requestAt(hooks, "/call-ready");
+      expectSigned(req, await keyOf(database.db, project), readyUri, "RECORDING_READY");
+      expect(JSON.parse(req.body)).toMatchObject({
+        name: recording.name,
+        state: "SUCCEEDED",
+        source: "CALL_RECORDING",
+      });
+    });
+
+    /** A parent that says something, then bridges an agent; the caller hangs up 20 s after answering. */
+    async function bridgedCall(trigger: Trigger) {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 20 });
+      const agent = await route({ ringSeconds: 1, talkSeconds: 300 });
+      serve({ "/start": xml(`<Say>Connecting you now</Say><Call><Endpoint>${agent}</Endpoint></Call>`) });
+      const created = await createCall(project, from, to, "/start", { recording: { trigger } });
+      const parent = await runToEnd(created.name);
+      expect(parent.state).toBe(Call_State.COMPLETED);
+      expect(parent.bridged).toBe(true);
+      const all = await callsOf(project);
+      expect(all).toHaveLength(2);
+      const child = all[1]!;
+      expect(child.originatingCall).toBe(parent.name);
+      expect(child.bridged).toBe(true);
+      // The bridge ran from the agent's answer to the caller's hang-up.
+      const bridgedMs = msOf(parent.endTime) - msOf(child.answerTime);
+      const preBridgeMs = msOf(child.answerTime) - msOf(parent.answerTime);
+      expect(preBridgeMs).toBeGreaterThan(2000); // the Say (1.2 s) and the agent ringing (1.1 s)
+      const recordings = await recordingsOf(project);
+      expect(recordings).toHaveLength(1);
+      const recording = recordings[0]!;
+      // under the parent, never the child
+      expect(recording.name.startsWith(`${parent.name}/recordings/`)).toBe(true);
+      expect((await recordingsClient.listRecordings({ parent: child.name })).recordings).toEqual([]);
+      expect(recording).toMatchObject({
+        state: Recording_State.SUCCEEDED,
+        source: Recording_Source.CALL_RECORDING,
+        channelCount: 2,
+      });
+      const { info, channels } = await wavOf(recording, 2);
+      return { parent, child, bridgedMs, preBridgeMs, recording, info, channels };
+    }
+
+    it("BRIDGE excludes the pre-bridge audio, measured in the file; ANSWER keeps it (agent channel silent first)", async () => {
+      const bridge = await bridgedCall(Trigger.BRIDGE);
+      expect(msOf(bridge.recording.startTime)).toBe(msOf(bridge.child.answerTime));
+      expect(msOf(bridge.recording.duration)).toBe(bridge.bridgedMs);
+      expect(bridge.info.frames).toBe((bridge.bridgedMs * RATE) / 1000);
+      // channel 2, the agent, speaks from the start of the file (within the 10 ms fade-in)
+      const agentStart = firstSound(bridge.channels[1]!);
+      expect(agentStart).toBeGreaterThanOrEqual(0);
+      expect(agentStart).toBeLessThan(RATE / 100);
+      // channel 1, the caller, is there too (a speaker's pause lasts at most 0.4 s)
+      expect(firstSound(bridge.channels[0]!)).toBeGreaterThanOrEqual(0);
+      expect(firstSound(bridge.channels[0]!)).toBeLessThan(RATE / 2);
+      await expectMp3(bridge.recording, 2, bridge.info.frames);
+
+      const answer = await bridgedCall(Trigger.ANSWER);
+      expect(msOf(answer.recording.startTime)).toBe(msOf(answer.parent.answerTime));
+      expect(msOf(answer.recording.duration)).toBe(msOf(answer.parent.answerDuration));
+      const preBridge = (answer.preBridgeMs * RATE) / 1000;
+      const bridged = (answer.bridgedMs * RATE) / 1000;
+      expect(answer.info.frames).toBe(preBridge + bridged);
+      // channel 2 is silent for exactly the pre-bridge part, then the agent speaks
+      const silentPrefix = firstSound(answer.channels[1]!);
+      expect(silentPrefix).toBeGreaterThanOrEqual(preBridge);
+      expect(silentPrefix).toBeLessThan(preBridge + RATE / 100);
+      // while channel 1 (the caller and the Say) is heard from the start
+      expect(firstSound(answer.channels[0]!)).toBeLessThan(RATE / 100);
+      expect(answer.info.frames).toBeGreaterThan(bridge.info.frames);
+    });
+
+    it("an incoming call to an instance with call_recording_trigger ANSWER (set by update) is recorded", async () => {
+      const project = await newProject(database.db);
+      const c = numberingClients(database.db, scheduler.clock);
+      const number = await addBlock(c, nextBlock(), 10);
+      const instance = await c.instances.createPhoneNumberInstance({
+        parent: project,
+        phoneNumberInstance: {
+          phoneNumber: { phoneNumber: number },
+          incomingCallHandlerUris: [`${handler.base}/in`],
+        },
+      });
+      await c.instances.updatePhoneNumberInstance({
+        name: instance.name,
+        phoneNumberInstance: { callRecordingTrigger: InstanceTrigger.ANSWER },
+        updateMask: { paths: ["call_recording_trigger"] },
+      });
+      serve({ "/in": xml('<Say>Welcome to the line</Say><Wait Seconds="2"/>') });
+      const res = await simulator.injectIncomingCall({ to: number, from: CALLER });
+      const ended = await runToEnd(res.call);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      const all = await recordingsOf(res.call);
+      expect(all).toHaveLength(1);
+      expect(all[0]).toMatchObject({
+        state: Recording_State.SUCCEEDED,
+        source: Recording_Source.CALL_RECORDING,
+        channelCount: 1,
+      });
+      expect(msOf(all[0]!.startTime)).toBe(msOf(ended.answerTime));
+      expect(msOf(all[0]!.duration)).toBe(msOf(ended.answerDuration));
+      await wavOf(all[0]!, 1);
+    });
+
+    it("a PROGRAMMABLE SIP domain's call_recording records its calls; its ready URI gets RECORDING_READY", async () => {
+      const project = await newProject(database.db);
+      const readyUri = `${hooks.base}/sip-ready?d=1`;
+      const domain = await sip.createSipDomain({
+        parent: project,
+        sipDomainId: newSipDomainId("crec"),
+        sipDomain: {
+          callTerminationMode: Mode.PROGRAMMABLE,
+          callTerminationHandlerUris: [`${handler.base}/sip`],
+          cidrBlocks: [{ cidrBlock: "203.0.113.0/24" }],
+          callRecording: { trigger: Trigger.ANSWER, recordingReadyUri: readyUri },
+        },
+      });
+      serve({ "/sip": xml('<Say>You reached the desk</Say><Wait Seconds="2"/>') });
+      const res = await simulator.injectIncomingCall({
+        to: "1001",
+        from: "alice",
+        sipDomain: domain.fqdn,
+        sourceIp: "203.0.113.10",
+      });
+      const ended = await runToEnd(res.call);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      const all = await recordingsOf(res.call);
+      expect(all).toHaveLength(1);
+      expect(all[0]).toMatchObject({
+        state: Recording_State.SUCCEEDED,
+        source: Recording_Source.CALL_RECORDING,
+        readyUri,
+      });
+      expect(msOf(all[0]!.duration)).toBe(msOf(ended.answerDuration));
+      const req = await requestAt(hooks, "/sip-ready?d=1");
+      expectSigned(req, await keyOf(database.db, project), readyUri, "RECORDING_READY");
+      expect(JSON.parse(req.body)).toMatchObject({ name: all[0]!.name, state: "SUCCEEDED" });
+    });
+  });
+
+  describe("<RecordCall>", () => {
+    it('Trigger="answer" mid-call records from that point to the end', async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+      serve({
+        "/start": xml('<Say>One two three four five</Say><RecordCall Trigger="answer"/><Wait Seconds="3"/>'),
+      });
+      const created = await createCall(project, from, to);
+      const ended = await runToEnd(created.name);
+      const all = await recordingsOf(created.name);
+      expect(all).toHaveLength(1);
+      const recording = all[0]!;
+      expect(recording).toMatchObject({
+        state: Recording_State.SUCCEEDED,
+        source: Recording_Source.CALL_RECORDING,
+        channelCount: 1,
+      });
+      // started when the RecordCall ran (after the 2 s Say), lasted the 3 s Wait
+      expect(msOf(recording.duration)).toBe(3000);
+      expect(msOf(recording.startTime)).toBe(msOf(ended.endTime) - 3000);
+      expect(msOf(recording.startTime)).toBeGreaterThanOrEqual(msOf(ended.answerTime) + 2000);
+      const { info } = await wavOf(recording, 1);
+      expect(info.frames).toBe(3 * RATE);
+    });
+
+    it('Trigger="bridge" on a call never bridged makes no recording at all', async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+      serve({ "/start": xml('<RecordCall Trigger="bridge"/><Say>Nobody to bridge you to</Say>') });
+      const created = await createCall(project, from, to);
+      const ended = await runToEnd(created.name);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      expect(ended.bridged).toBe(false);
+      expect((await recordingsClient.listRecordings({ parent: project })).recordings).toEqual([]);
+    });
+  });
+
+  describe("terminal states", () => {
+    it.each([
+      ["without post processing", []],
+      ["with TRIM_SILENCE", [PostProcessing.TRIM_SILENCE]],
+    ])("a silent caller recorded from ANSWER is EMPTY %s", async (_label, postProcessing) => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300, audio: SimulatorRoute_Audio.SILENCE });
+      serve({ "/start": xml('<Wait Seconds="3"/>') });
+      const created = await createCall(project, from, to, "/start", {
+        recording: { trigger: Trigger.ANSWER, postProcessing },
+      });
+      const ended = await runToEnd(created.name);
+      expect(ended.state).toBe(Call_State.COMPLETED);
+      const all = await recordingsOf(created.name);
+      expect(all).toHaveLength(1);
+      expect(all[0]).toMatchObject({
+        state: Recording_State.EMPTY,
+        source: Recording_Source.CALL_RECORDING,
+        channelCount: 1,
+        postProcessing,
+        audio: [],
+      });
+      expect(all[0]!.duration).toBeUndefined();
+    });
+  });
+
+  it("lists both sources of one call under it (FULL view on request)", async () => {
+    const { project, from } = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+    serve({ "/start": xml('<Record MaxDurationSeconds="1" PlayBeep="false"/><Say>Bye now</Say>') });
+    const created = await createCall(project, from, to, "/start", { recording: { trigger: Trigger.ANSWER } });
+    await runToEnd(created.name);
+    const all = await recordingsOf(created.name);
+    expect(all.map((r) => r.source).sort()).toEqual([
+      Recording_Source.RECORD_ACTION,
+      Recording_Source.CALL_RECORDING,
+    ]);
+    expect(all.every((r) => r.state === Recording_State.SUCCEEDED)).toBe(true);
+    const full = await recordingsClient.listRecordings({ parent: created.name, view: RecordingView.FULL });
+    expect(full.recordings.every((r) => r.audio.every((a) => a.uri !== ""))).toBe(true);
+  });
+});
