@@ -1,5 +1,6 @@
 /**
- * One outbound HTTP request of a webhook: POST with a time limit covering
+ * One outbound HTTP request of a webhook (POST) or of call media (GET, the
+ * audio of a `<Play>`): a time limit covering
  * the whole exchange (redirects and response body included), redirects
  * followed as fetch does (at most 5; 307/308 repeat the POST, 301/302/303
  * continue with GET), the destination guard (destinations.ts) on every hop,
@@ -23,6 +24,8 @@ export interface HttpResponse {
   headers: IncomingMessage["headers"];
   /** The response body (cut at `maxResponseBytes`). */
   body: Buffer;
+  /** Whether the body was longer than `maxResponseBytes` (and cut). */
+  truncated: boolean;
   /** The URL that answered (after redirects). */
   url: string;
 }
@@ -41,17 +44,36 @@ const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
  * (timeout, refused destination, connection error, bad URL, too many
  * redirects).
  */
-export async function httpPost(
+export function httpPost(
   url: string,
   headers: Record<string, string>,
   body: string,
+  options: HttpPostOptions,
+): Promise<HttpResponse> {
+  return send("POST", url, headers, body, options);
+}
+
+/** GETs `url`, like httpPost (same limits, redirects and guard). */
+export function httpGet(
+  url: string,
+  headers: Record<string, string>,
+  options: HttpPostOptions,
+): Promise<HttpResponse> {
+  return send("GET", url, headers, undefined, options);
+}
+
+async function send(
+  firstMethod: "GET" | "POST",
+  url: string,
+  headers: Record<string, string>,
+  body: string | undefined,
   options: HttpPostOptions,
 ): Promise<HttpResponse> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), options.timeoutMs);
   try {
     let current = parseUrl(url);
-    let method = "POST";
+    let method: string = firstMethod;
     let payload: string | undefined = body;
     for (let hop = 0; ; hop++) {
       const res = await once(current, method, headers, payload, options, abort.signal);
@@ -104,12 +126,12 @@ function once(
 ): Promise<HttpResponse> {
   if (!options.allowPrivateDestinations) checkLiteralHost(url);
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const request = url.protocol === "https:" ? httpsRequest : httpRequest;
   const outgoing: Record<string, string> = { ...headers };
   if (body === undefined) delete outgoing["content-type"];
   else outgoing["content-length"] = String(Buffer.byteLength(body, "utf8"));
   return new Promise<HttpResponse>((resolve, reject) => {
-    const req = send(
+    const req = request(
       url,
       {
         method,
@@ -121,7 +143,9 @@ function once(
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
+        let truncated = false;
         res.on("data", (chunk: Buffer) => {
+          if (chunk.length > maxBytes - size) truncated = true;
           if (size >= maxBytes) return;
           const kept = chunk.subarray(0, maxBytes - size);
           chunks.push(kept);
@@ -132,6 +156,7 @@ function once(
             status: res.statusCode ?? 0,
             headers: res.headers,
             body: Buffer.concat(chunks),
+            truncated,
             url: url.toString(),
           }),
         );

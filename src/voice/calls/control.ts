@@ -16,8 +16,9 @@
  *
  * Markup (parseVoiceMl) runs action by action:
  * - Say / Play / Wait / Input / Record answer a ringing incoming call first
- *   (`ensureAnswered`); Play lasts PLAY_SECONDS (audio is not fetched yet);
- *   Wait plays silence;
+ *   (`ensureAnswered`); Play fetches and measures its audio first
+ *   (play-audio.ts; PLAY_UNAVAILABLE when it cannot) and lasts as long as
+ *   it; Wait plays silence;
  * - Input collects digits; with a NextUri that URI (resolved against the
  *   document's URL) is requested with parameters {digits}; without one the
  *   document goes on;
@@ -42,7 +43,7 @@
  * - the end of a document hangs up: COMPLETED.
  * Errors that end the call FAILED: HANDLER_UNAVAILABLE, MARKUP_* (the
  * parser's code and message), UNSUPPORTED_ACTION (Label, Stream,
- * ReceiveFax), CALLER_ID_NOT_ALLOWED, INTERNAL_ERROR.
+ * ReceiveFax), CALLER_ID_NOT_ALLOWED, PLAY_UNAVAILABLE, INTERNAL_ERROR.
  */
 import { SignedPostError, signedPost } from "../../events/delivery.js";
 import {
@@ -55,10 +56,9 @@ import {
 } from "../../telephony/markup/index.js";
 import type { ActiveCall, Outcome } from "./active-call.js";
 import { type DialRequest, dial, forwardRequest, targetOf } from "./dial.js";
+import { PlayAudioError } from "./play-audio.js";
 import { callRequestJson } from "./proto.js";
 
-/** How long a `<Play>` lasts until audio is fetched and measured. */
-export const PLAY_SECONDS = 5;
 /** The beep before a `<Record>` (PlayBeep). */
 export const BEEP_SECONDS = 0.5;
 
@@ -66,6 +66,7 @@ export const ControlErrorCode = {
   HandlerUnavailable: "HANDLER_UNAVAILABLE",
   UnsupportedAction: "UNSUPPORTED_ACTION",
   CallerIdNotAllowed: "CALLER_ID_NOT_ALLOWED",
+  PlayUnavailable: "PLAY_UNAVAILABLE",
 } as const;
 
 interface Document {
@@ -166,8 +167,18 @@ async function runDocuments(call: ActiveCall, first: Document): Promise<void> {
   if (!call.terminal) await call.finish("COMPLETED");
 }
 
-/** Plays a prompt; false when the call ended first. */
+/** Plays a prompt; false when the call ended first (or because of it). */
 async function prompt(call: ActiveCall, action: PromptAction, documentUri: string): Promise<boolean> {
+  let playSeconds = 0;
+  if (action.kind === "play") {
+    try {
+      playSeconds = await call.engine.playAudio.durationOf(resolveUri(documentUri, action.url));
+    } catch (err) {
+      if (!(err instanceof PlayAudioError)) throw err;
+      await call.finish("FAILED", ControlErrorCode.PlayUnavailable, `Could not play ${err.message}`);
+      return false;
+    }
+  }
   if (!(await call.ensureAnswered())) return false;
   const leg = call.leg!;
   switch (action.kind) {
@@ -178,7 +189,7 @@ async function prompt(call: ActiveCall, action: PromptAction, documentUri: strin
       return (await leg.say(action.text, options)).completed;
     }
     case "play":
-      return (await leg.play({ uri: resolveUri(documentUri, action.url), durationSeconds: PLAY_SECONDS }))
+      return (await leg.play({ uri: resolveUri(documentUri, action.url), durationSeconds: playSeconds }))
         .completed;
     case "wait":
       return (await leg.play({ uri: "silence:", durationSeconds: action.seconds })).completed;

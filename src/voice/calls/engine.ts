@@ -53,10 +53,11 @@ import { ControlErrorCode, runHandlers } from "./control.js";
 import { type DialRequest, type DialTarget, dial, forwardRequest } from "./dial.js";
 import { type CallPlan, callName } from "./domain.js";
 import { EngineLiveness } from "./liveness.js";
+import { PlayAudio } from "./play-audio.js";
 import { callJson } from "./proto.js";
 import type { CallRates } from "./rates.js";
 
-export { BEEP_SECONDS, PLAY_SECONDS } from "./control.js";
+export { BEEP_SECONDS } from "./control.js";
 
 export const TERMINAL_STATES: readonly CallStateValue[] = [
   "COMPLETED",
@@ -97,8 +98,11 @@ export class CallEngine {
   /** This engine's id in `call_engines` and on the calls it drives. */
   readonly id = `engine-${newResourceId()}`;
   readonly liveness: EngineLiveness;
+  /** Lengths of `<Play>` audio (fetched and measured, cached). */
+  readonly playAudio: PlayAudio;
 
   constructor(readonly options: CallEngineOptions) {
+    this.playAudio = new PlayAudio(options.delivery);
     this.liveness = new EngineLiveness(this.id, {
       db: options.db,
       log: options.log,
