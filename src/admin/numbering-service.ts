@@ -17,10 +17,8 @@ import {
   numberTypeFromProto,
   phoneNumberToProto,
 } from "../numbering/inventory/service.js";
-import {
-  COLLECTION as INSTANCES,
-  type PhoneNumberInstancesDomain,
-} from "../numbering/phone-number-instances/domain.js";
+import type { PhoneNumberInstancesDomain } from "../numbering/phone-number-instances/domain.js";
+import { COLLECTION as INSTANCES } from "../numbering/phone-number-instances/model.js";
 import { instanceToProto } from "../numbering/phone-number-instances/service.js";
 import {
   COLLECTION as LISTINGS,

@@ -5,12 +5,9 @@
  * collaboration type's channel_limit let it through.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  type NewSipDomain,
-  type SipCallResolution,
-  SipDomainsDomain,
-  type SipUserDirectory,
-} from "../../src/voice/sip-domains/domain.js";
+import type { SipCallResolution, SipUserDirectory } from "../../src/voice/sip-domains/call-resolution.js";
+import { SipDomainsDomain } from "../../src/voice/sip-domains/domain.js";
+import type { NewSipDomain } from "../../src/voice/sip-domains/model.js";
 import { VoiceStore } from "../../src/voice/sip-domains/repository.js";
 import { newProject, testConfig } from "../support/app.js";
 import { TestClock } from "../support/clock.js";

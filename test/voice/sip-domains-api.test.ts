@@ -14,7 +14,7 @@ import {
 } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { SipDomainAdmin } from "../../gen/switchboard/admin/v1/sip_domains_pb.js";
 import { type App, build } from "../../src/server.js";
-import { collabVerificationString } from "../../src/voice/sip-domains/domain.js";
+import { collabVerificationString } from "../../src/voice/sip-domains/collab.js";
 import {
   bearer,
   errorReason,

@@ -24,7 +24,7 @@ import { SipDomainAdmin } from "../../gen/switchboard/admin/v1/sip_domains_pb.js
 import { ProjectsDomain } from "../../src/admin/projects.js";
 import { ProjectsRepository } from "../../src/admin/projects-repository.js";
 import { systemClock } from "../../src/clock.js";
-import { collabVerificationString } from "../../src/voice/sip-domains/domain.js";
+import { collabVerificationString } from "../../src/voice/sip-domains/collab.js";
 import {
   collectPages,
   createTestClient,

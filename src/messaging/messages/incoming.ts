@@ -32,7 +32,7 @@ import { charLength } from "../../api/labels.js";
 import type { Clock } from "../../clock.js";
 import type { Db } from "../../db/client.js";
 import { enqueueWebhook } from "../../events/outbox.js";
-import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/domain.js";
+import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
 import { parseE164 } from "../unsubscribers/domain.js";
 import { UnsubscribersRepository } from "../unsubscribers/repository.js";
 import { type Message, toMessage } from "./domain.js";

@@ -20,7 +20,7 @@
  * type, starting with a prefix (national digits with the leading 0
  * stripped, or E.164) and having every requested capability; ordered by
  * number; only free numbers — not held by an instance and not in quarantine
- * after a delete (see `phone-number-instances/domain.ts`).
+ * after a delete (see `phone-number-instances/changes.ts`).
  */
 import { badField, type FieldViolation, invalidArgument } from "../../api/errors.js";
 import { readKeyPage } from "../../api/key-pagination.js";

@@ -1,7 +1,8 @@
 /**
  * The PhoneNumberInstances service: maps proto requests to the domain and
- * instances back to protos. Rules live in domain.ts; protovalidate has
- * already checked each request against its `buf.validate` rules.
+ * instances back to protos. Rules live in domain.ts and the files it names;
+ * protovalidate has already checked each request against its `buf.validate`
+ * rules.
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -17,14 +18,9 @@ import { badField } from "../../api/errors.js";
 import { parseParent, parseResourceName } from "../../api/names.js";
 import { applyUpdateMask, checkUpdateMask } from "../../api/update-mask.js";
 import { phoneNumberToProto } from "../inventory/service.js";
-import {
-  COLLECTION,
-  type InstanceConfig,
-  type PhoneNumberInstance,
-  type PhoneNumberInstancesDomain,
-  type RecordingTrigger,
-} from "./domain.js";
+import type { PhoneNumberInstancesDomain } from "./domain.js";
 import type { LifecycleState } from "./lifecycle.js";
+import { COLLECTION, type InstanceConfig, type PhoneNumberInstance, type RecordingTrigger } from "./model.js";
 
 const LIFECYCLE_TO_PROTO: Readonly<Record<LifecycleState, LifecycleProto>> = {
   ACTIVE: LifecycleProto.ACTIVE,

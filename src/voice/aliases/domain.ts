@@ -39,13 +39,10 @@ import type { Clock } from "../../clock.js";
 import { isUniqueViolation } from "../../db/client.js";
 import type { SipDomainAliasRow, SipDomainRow } from "../../db/schema/index.js";
 import type { SipDomainsConfig } from "../sip-domains/config.js";
-import {
-  deletedError,
-  isHttpUri,
-  RESOURCE_TYPE as SIP_DOMAIN_TYPE,
-  COLLECTION as SIP_DOMAINS,
-} from "../sip-domains/domain.js";
+import { deletedError } from "../sip-domains/domain.js";
+import { RESOURCE_TYPE as SIP_DOMAIN_TYPE, COLLECTION as SIP_DOMAINS } from "../sip-domains/model.js";
 import type { VoiceStore } from "../sip-domains/repository.js";
+import { isHttpUri } from "../sip-domains/validation.js";
 import { ALIAS_KEY } from "./repository.js";
 
 export const RESOURCE_TYPE = "voice.api.enfonica.com/Alias";

@@ -13,7 +13,7 @@ import {
 } from "../../../gen/enfonica/voice/v1beta1/aliases_pb.js";
 import { badField } from "../../api/errors.js";
 import { applyUpdateMask, checkUpdateMask } from "../../api/update-mask.js";
-import { COLLECTION as SIP_DOMAINS } from "../sip-domains/domain.js";
+import { COLLECTION as SIP_DOMAINS } from "../sip-domains/model.js";
 import {
   type Alias,
   type AliasesDomain,

@@ -66,8 +66,8 @@ import {
   channelLimitRefusal,
   type SipCallRequest,
   type SipCallResolution,
-  type SipDomain,
-} from "../sip-domains/domain.js";
+} from "../sip-domains/call-resolution.js";
+import type { SipDomain } from "../sip-domains/model.js";
 import { type CallPlan, type CallStarter, callRecordingSettings } from "./domain.js";
 import { TERMINAL_STATES } from "./engine.js";
 

@@ -1,7 +1,7 @@
 /**
  * The operator's SipDomainAdmin service (admin API): domain-optional mode
  * and the simulated collaboration platform's verification hook. Rules live
- * in domain.ts.
+ * in domain.ts (the check itself: collab.ts).
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -12,7 +12,8 @@ import {
   type SipDomainAdmin,
 } from "../../../gen/switchboard/admin/v1/sip_domains_pb.js";
 import { parseResourceName } from "../../api/names.js";
-import { COLLECTION, type SipDomain, type SipDomainsDomain } from "./domain.js";
+import type { SipDomainsDomain } from "./domain.js";
+import { COLLECTION, type SipDomain } from "./model.js";
 import { cidrBlocksFromProto, sipDomainToProto } from "./service.js";
 
 function verificationToProto(domain: SipDomain): CollabVerification {

@@ -25,7 +25,7 @@
  *   `.example` domain (RFC 2606) and model a platform with a primary, a
  *   secondary and a tertiary proxy on SIP over TLS (port 5061).
  * - COLLAB_VERIFICATION_SECRET: the key of the simulated platform's
- *   verification check (see `platformAccepts` in ./domain.ts), at least 8
+ *   verification check (see `platformAccepts` in ./collab.ts), at least 8
  *   characters. The default is public: the platform is a simulator.
  *
  * Changing the networks or proxies changes every collaboration domain at

@@ -1,6 +1,6 @@
 /**
  * The SipDomains service: maps proto requests to the domain and domains back
- * to protos. Rules live in domain.ts; protovalidate has already checked each
+ * to protos. Rules live in domain.ts and validation.ts; protovalidate has already checked each
  * request against its `buf.validate` rules.
  */
 import { create } from "@bufbuild/protobuf";
@@ -22,6 +22,7 @@ import {
 } from "../../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { parseParent, parseResourceName } from "../../api/names.js";
 import { applyUpdateMask, checkUpdateMask } from "../../api/update-mask.js";
+import type { SipDomainsDomain } from "./domain.js";
 import {
   type CallRecording,
   type CidrBlock,
@@ -29,9 +30,8 @@ import {
   type DomainType,
   type SipDomain,
   type SipDomainSettings,
-  type SipDomainsDomain,
   type TerminationMode,
-} from "./domain.js";
+} from "./model.js";
 
 const MODE_FROM_PROTO: Readonly<Partial<Record<SipDomain_TerminationMode, TerminationMode>>> = {
   [SipDomain_TerminationMode.TERMINATION_MODE_DISABLED]: "TERMINATION_MODE_DISABLED",
