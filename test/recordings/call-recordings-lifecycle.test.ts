@@ -30,22 +30,11 @@ import { calls, recordings } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
 import { addBlock, blockAllocator, numberingClients, provision } from "../numbering/support.js";
 import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
+import { sleep, T0, TERMINAL, xml } from "../support/calls.js";
 import { TestClock } from "../support/clock.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { ManualScheduler } from "../support/scheduler.js";
-
-const T0 = "2026-03-01T00:00:00.000Z";
-const TERMINAL = new Set([
-  Call_State.COMPLETED,
-  Call_State.FAILED,
-  Call_State.NOT_ANSWERED,
-  Call_State.BUSY,
-  Call_State.REJECTED,
-]);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
 
 interface Running {
   app: App;

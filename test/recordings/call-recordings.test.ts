@@ -12,22 +12,18 @@
  * the point measured (e.g. the Record's beep timer is set), so that real
  * HTTP latency cannot move it.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fromJsonString } from "@bufbuild/protobuf";
-import { type Client, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { eq } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PhoneNumberInstance_RecordingTrigger as InstanceTrigger } from "../../gen/enfonica/numbering/v1beta1/phone_number_instances_pb.js";
 import {
   PostProcessing,
   CallRecordingConfig_CallRecordingTrigger as Trigger,
 } from "../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
 import { CallRequestSchema } from "../../gen/enfonica/voice/v1beta1/call_request_pb.js";
-import { type Call, Call_State, Calls } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import { type Call, Call_State } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import {
   type Recording,
   Recording_Source,
@@ -39,24 +35,15 @@ import {
   SipDomain_TerminationMode as Mode,
   SipDomains,
 } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
-import {
-  SimulatorAdmin,
-  SimulatorRoute_Audio,
-  type SimulatorRoute_Outcome,
-} from "../../gen/switchboard/admin/v1/simulator_pb.js";
-import type { Db } from "../../src/db/client.js";
-import { projects } from "../../src/db/schema/index.js";
-import { type App, build } from "../../src/server.js";
-import { addBlock, blockAllocator, numberingClients, provision } from "../numbering/support.js";
-import { bearer, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
-import { TestClock } from "../support/clock.js";
+import { SimulatorAdmin, SimulatorRoute_Audio } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import { addBlock, numberingClients } from "../numbering/support.js";
+import { newProject } from "../support/app.js";
+import { callHarness, expectSigned, keyOf, sleep, xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
-import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.js";
-import { ManualScheduler } from "../support/scheduler.js";
+import type { ReceivedRequest, Receiver } from "../support/receiver.js";
 import { newSipDomainId } from "../voice/support.js";
 import { decodeMp3Frames, parseWav, probeMp3 } from "./audio.js";
 
-const T0 = "2026-03-01T00:00:00.000Z";
 const RATE = 8000;
 /** Samples in one MP3 frame at 8 kHz (MPEG-2.5 layer III), and LAME's fixed delay. */
 const MP3_FRAME = 576;
@@ -65,17 +52,6 @@ const LAME_DELAY = 576 + 529;
 const BEEP_MS = 500;
 const DIGIT_INTERVAL_MS = 500;
 const CALLER = "+61491570156";
-const TERMINAL = new Set([
-  Call_State.COMPLETED,
-  Call_State.FAILED,
-  Call_State.NOT_ANSWERED,
-  Call_State.BUSY,
-  Call_State.REJECTED,
-]);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
-
 /** Milliseconds of a Timestamp or Duration. */
 const msOf = (t: { seconds: bigint; nanos: number } | undefined): number =>
   t === undefined ? Number.NaN : Number(t.seconds) * 1000 + Math.round(t.nanos / 1e6);
@@ -120,30 +96,6 @@ function firstSound(samples: Int16Array, threshold = 0): number {
   return samples.findIndex((s) => Math.abs(s) > threshold);
 }
 
-async function keyOf(db: Db, project: string): Promise<Buffer> {
-  const [row] = await db
-    .select({ key: projects.signingKey })
-    .from(projects)
-    .where(eq(projects.id, project.split("/")[1]!));
-  return Buffer.from(row!.key, "base64");
-}
-
-/** Checks both signatures of a received webhook with node:crypto. */
-function expectSigned(req: ReceivedRequest, key: Buffer, url: string, eventType: string): void {
-  expect(req.method).toBe("POST");
-  expect(req.headers["x-enfonica-event"]).toBe(eventType);
-  const expected = createHmac("sha256", key)
-    .update(Buffer.from(url + eventType + req.body, "utf8"))
-    .digest();
-  const given = Buffer.from(String(req.headers["x-enfonica-signature"]), "base64");
-  expect(given.length).toBe(expected.length);
-  expect(timingSafeEqual(given, expected)).toBe(true);
-  const id = String(req.headers["webhook-id"]);
-  const timestamp = String(req.headers["webhook-timestamp"]);
-  const standard = createHmac("sha256", key).update(`${id}.${timestamp}.${req.body}`).digest("base64");
-  expect(String(req.headers["webhook-signature"]).split(" ")).toContain(`v1,${standard}`);
-}
-
 interface RecordingJson {
   name: string;
   state: string;
@@ -156,82 +108,25 @@ interface RecordingJson {
 
 describe.each(testDatabases())("recordings of calls on $name", (backend) => {
   const database = useTestDatabase(backend);
-  const scheduler = new ManualScheduler(new TestClock(T0));
-  const nextBlock = blockAllocator();
   let blobDir: string;
-  let app: App;
-  let base: string;
-  let callsClient: Client<typeof Calls>;
-  let recordingsClient: Client<typeof Recordings>;
-  let simulator: Client<typeof SimulatorAdmin>;
-  let sip: Client<typeof SipDomains>;
-  let handler: Receiver;
-  let hooks: Receiver;
-  let destination = 0;
 
   beforeAll(async () => {
     blobDir = await mkdtemp(join(tmpdir(), "switchboard-call-recordings-"));
-    app = await build({
-      db: database.db,
-      clock: scheduler.clock,
-      scheduler,
-      config: testConfig({
-        BLOB_DIR: blobDir,
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-        WEBHOOKS_TIMEOUT_MS: "2000",
-        WEBHOOKS_POLL_INTERVAL_MS: "20",
-      }),
-    });
-    const address = await app.listen(0, "127.0.0.1");
-    base = `http://127.0.0.1:${address.port}`;
-    const transport = createConnectTransport({
-      baseUrl: base,
-      httpVersion: "1.1",
-      interceptors: [bearer(TEST_OPERATOR_TOKEN)],
-    });
-    callsClient = createClient(Calls, transport);
-    recordingsClient = createClient(Recordings, transport);
-    simulator = createClient(SimulatorAdmin, transport);
-    sip = createClient(SipDomains, transport);
-    handler = await startReceiver();
-    hooks = await startReceiver();
   });
   afterAll(async () => {
-    await app?.close();
-    await handler?.close();
-    await hooks?.close();
     if (blobDir) await rm(blobDir, { recursive: true, force: true });
   });
-  afterEach(async () => {
-    // A failed test must not leave its calls running into the next one.
-    for (let i = 0; i < 20_000 && app.engine.activeCount > 0; i++) await scheduler.advance(0.1);
-    await app.engine.idle();
-    handler.requests.length = 0;
-    hooks.requests.length = 0;
-    handler.handle((_req, res) => res.end("ok"));
+
+  const harness = callHarness(database, {
+    env: () => ({ BLOB_DIR: blobDir }),
+    destinations: "+614915703",
+    drain: true,
   });
-
-  async function owner(): Promise<{ project: string; from: string }> {
-    const project = await newProject(database.db);
-    const c = numberingClients(database.db, scheduler.clock);
-    const from = await addBlock(c, nextBlock(), 10);
-    await provision(c, project, from);
-    return { project, from };
-  }
-
-  /** A destination (or caller) of its own with a simulator route. */
-  async function route(init: {
-    outcome?: SimulatorRoute_Outcome;
-    ringSeconds?: number;
-    talkSeconds?: number;
-    digits?: string;
-    audio?: SimulatorRoute_Audio;
-  }): Promise<string> {
-    destination++;
-    const to = `+614915703${String(destination).padStart(2, "0")}`;
-    await simulator.createRoute({ route: { prefix: to, ...init } });
-    return to;
-  }
+  const { scheduler, nextBlock, handler, states: hooks, owner, route, runToEnd } = harness;
+  const callsClient = harness.connect;
+  const recordingsClient = harness.client(Recordings);
+  const simulator = harness.client(SimulatorAdmin);
+  const sip = harness.client(SipDomains);
 
   /** Serves markup (or a plain 200 for "ok") by path. */
   function serve(documents: Record<string, string>): void {
@@ -254,20 +149,6 @@ describe.each(testDatabases())("recordings of calls on $name", (backend) => {
       parent: project,
       call: { to, from, options: { handlerUris: [`${handler.base}${path}`], ...extra } },
     });
-  }
-
-  /** Moves call time forward in small steps until the call is over, then waits for recording processing. */
-  async function runToEnd(name: string, maxSeconds = 600): Promise<Call> {
-    for (let t = 0; t < maxSeconds * 10; t++) {
-      const call = await callsClient.getCall({ name });
-      if (TERMINAL.has(call.state) && app.engine.activeCount === 0) {
-        await app.engine.idle();
-        return call;
-      }
-      await scheduler.advance(0.1);
-      await sleep(1);
-    }
-    throw new Error(`call ${name} did not end within ${maxSeconds} s of call time`);
   }
 
   /**
@@ -316,7 +197,7 @@ describe.each(testDatabases())("recordings of calls on $name", (backend) => {
   }
 
   async function download(uri: string): Promise<Buffer> {
-    const res = await fetch(uri.startsWith("http") ? uri : `${base}${uri}`);
+    const res = await fetch(uri.startsWith("http") ? uri : `${harness.base}${uri}`);
     expect(res.status).toBe(200);
     return Buffer.from(await res.arrayBuffer());
   }
@@ -332,14 +213,19 @@ describe.each(testDatabases())("recordings of calls on $name", (backend) => {
     return { info, channels: wavChannels(file) };
   }
 
-  /** The MP3 rendition decodes (ffmpeg) to `frames` within one frame (plus LAME's fixed delay). */
+  /**
+   * The MP3 rendition decodes (ffmpeg) to `frames` plus LAME's fixed delay and its end padding.
+   * lamejs writes no gapless (LAME) header, so the decoder returns the padding too: up to the
+   * frame boundary, and LAME's final flush can reach a few dozen samples into the next frame
+   * (measured over many lengths: 58 to 613 samples). Bounded here by 1.25 frames (90 ms).
+   */
   async function expectMp3(recording: Recording, channels: number, frames: number): Promise<void> {
     const mp3 = recording.audio.find((a) => a.mimeType === "audio/mpeg");
     const file = await download(mp3!.uri);
     expect(probeMp3(file)).toEqual({ codec: "mp3", sampleRate: RATE, channels });
     const padding = decodeMp3Frames(file, channels, RATE) - frames - LAME_DELAY;
     expect(padding).toBeGreaterThanOrEqual(0);
-    expect(padding).toBeLessThan(MP3_FRAME);
+    expect(padding).toBeLessThan(MP3_FRAME * 1.25);
   }
 
   /** Waits (real time) for a request to `path` at `receiver`. */

@@ -6,9 +6,7 @@
  * operator injects calls through SimulatorAdmin (Connect JSON).
  */
 import { fromJsonString } from "@bufbuild/protobuf";
-import { type Client, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CallRequestSchema } from "../../gen/enfonica/voice/v1beta1/call_request_pb.js";
 import {
   type Call,
@@ -16,126 +14,20 @@ import {
   Call_Direction,
   Call_State,
   Call_Transport,
-  Calls,
 } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { SimulatorAdmin, SimulatorRoute_Outcome } from "../../gen/switchboard/admin/v1/simulator_pb.js";
-import { type App, build } from "../../src/server.js";
-import { addBlock, blockAllocator, numberingClients } from "../numbering/support.js";
-import { bearer, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
-import { TestClock } from "../support/clock.js";
+import { between, callHarness, secondsOf, xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
-import { type Receiver, startReceiver } from "../support/receiver.js";
-import { ManualScheduler } from "../support/scheduler.js";
 
-const T0 = "2026-03-01T00:00:00.000Z";
 /** The caller: no route matches it, so once answered it talks the default 30 s. */
 const CALLER = "+61491570156";
-const TERMINAL = new Set([
-  Call_State.COMPLETED,
-  Call_State.FAILED,
-  Call_State.NOT_ANSWERED,
-  Call_State.BUSY,
-  Call_State.REJECTED,
-]);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
-const secondsOf = (d: { seconds: bigint; nanos: number } | undefined): number =>
-  d === undefined ? Number.NaN : Number(d.seconds) + d.nanos / 1e9;
-const between = (
-  a: { seconds: bigint; nanos: number } | undefined,
-  b: { seconds: bigint; nanos: number } | undefined,
-): number => secondsOf(b) - secondsOf(a);
 
 describe.each(testDatabases())("child calls of incoming calls on $name", (backend) => {
   const database = useTestDatabase(backend);
-  const scheduler = new ManualScheduler(new TestClock(T0));
-  const nextBlock = blockAllocator();
-  let app: App;
-  let callsClient: Client<typeof Calls>;
-  let simulator: Client<typeof SimulatorAdmin>;
-  let handler: Receiver;
-  let destination = 0;
-
-  beforeAll(async () => {
-    app = await build({
-      db: database.db,
-      clock: scheduler.clock,
-      scheduler,
-      config: testConfig({
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-        WEBHOOKS_TIMEOUT_MS: "2000",
-        WEBHOOKS_POLL_INTERVAL_MS: "20",
-      }),
-    });
-    const address = await app.listen(0, "127.0.0.1");
-    const transport = createConnectTransport({
-      baseUrl: `http://127.0.0.1:${address.port}`,
-      httpVersion: "1.1",
-      interceptors: [bearer(TEST_OPERATOR_TOKEN)],
-    });
-    callsClient = createClient(Calls, transport);
-    simulator = createClient(SimulatorAdmin, transport);
-    handler = await startReceiver();
-  });
-  afterAll(async () => {
-    await app?.close();
-    await handler?.close();
-  });
-  afterEach(() => {
-    handler.requests.length = 0;
-    handler.handle((_req, res) => res.end("ok"));
-  });
-
-  function serve(documents: Record<string, string | number>): void {
-    handler.handle((req, res) => {
-      const doc = documents[req.path.split("?")[0]!];
-      if (doc === undefined) {
-        res.statusCode = 404;
-        res.end("no");
-      } else if (typeof doc === "number") {
-        res.statusCode = doc;
-        res.end("error");
-      } else {
-        res.setHeader("content-type", "application/xml");
-        res.end(doc);
-      }
-    });
-  }
-
-  /** A destination of its own with a simulator route. */
-  async function route(init: {
-    outcome?: SimulatorRoute_Outcome;
-    ringSeconds?: number;
-    talkSeconds?: number;
-  }): Promise<string> {
-    destination++;
-    const to = `+614915703${String(destination).padStart(2, "0")}`;
-    await simulator.createRoute({ route: { prefix: to, ...init } });
-    return to;
-  }
-
-  /** A project with an ACTIVE single-number instance handled by `uris`. */
-  async function single(uris: string[]): Promise<{ project: string; number: string }> {
-    const project = await newProject(database.db);
-    const c = numberingClients(database.db, scheduler.clock);
-    const number = await addBlock(c, nextBlock(), 10);
-    await c.instances.createPhoneNumberInstance({
-      parent: project,
-      phoneNumberInstance: { phoneNumber: { phoneNumber: number }, incomingCallHandlerUris: uris },
-    });
-    return { project, number };
-  }
-
-  async function runToEnd(name: string, maxSeconds = 600): Promise<Call> {
-    for (let t = 0; t < maxSeconds * 10; t++) {
-      const call = await callsClient.getCall({ name });
-      if (TERMINAL.has(call.state) && app.engine.activeCount === 0) return call;
-      await scheduler.advance(0.1);
-      await sleep(1);
-    }
-    throw new Error(`call ${name} did not end within ${maxSeconds} s of call time`);
-  }
+  const harness = callHarness(database, { destinations: "+614915703" });
+  const { handler, serve, route, single, runToEnd } = harness;
+  const callsClient = harness.connect;
+  const simulator = harness.client(SimulatorAdmin);
 
   /** The calls of a project, oldest first (a forwarding may be created at its parent's very time). */
   async function callsOf(project: string): Promise<Call[]> {

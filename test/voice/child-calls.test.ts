@@ -7,12 +7,8 @@
  * with node:crypto here. Client: connect-node (Connect JSON over HTTP/1.1).
  * Incoming calls' children: child-calls-incoming.test.ts.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { fromJsonString } from "@bufbuild/protobuf";
-import { type Client, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { eq } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CallRequestSchema } from "../../gen/enfonica/voice/v1beta1/call_request_pb.js";
 import {
   type Call,
@@ -21,181 +17,18 @@ import {
   Call_State,
   Call_Transport,
   CallSchema,
-  Calls,
 } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
-import { SimulatorAdmin, SimulatorRoute_Outcome } from "../../gen/switchboard/admin/v1/simulator_pb.js";
-import type { Db } from "../../src/db/client.js";
-import { projects } from "../../src/db/schema/index.js";
-import { type App, build } from "../../src/server.js";
-import { addBlock, blockAllocator, numberingClients, plus, provision } from "../numbering/support.js";
-import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
-import { TestClock } from "../support/clock.js";
+import { SimulatorRoute_Outcome } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import { numberingClients, plus, provision } from "../numbering/support.js";
+import { between, callHarness, expectSigned, keyOf, secondsOf, sleep, xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
-import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.js";
-import { ManualScheduler } from "../support/scheduler.js";
-
-const T0 = "2026-03-01T00:00:00.000Z";
-const TERMINAL = new Set([
-  Call_State.COMPLETED,
-  Call_State.FAILED,
-  Call_State.NOT_ANSWERED,
-  Call_State.BUSY,
-  Call_State.REJECTED,
-]);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function keyOf(db: Db, project: string): Promise<Buffer> {
-  const [row] = await db
-    .select({ key: projects.signingKey })
-    .from(projects)
-    .where(eq(projects.id, project.split("/")[1]!));
-  return Buffer.from(row!.key, "base64");
-}
-
-/** Checks both signatures of a received request with node:crypto. */
-function expectSigned(req: ReceivedRequest, key: Buffer, url: string, eventType: string): void {
-  expect(req.method).toBe("POST");
-  expect(req.headers["x-enfonica-event"]).toBe(eventType);
-  const expected = createHmac("sha256", key)
-    .update(Buffer.from(url + eventType + req.body, "utf8"))
-    .digest();
-  const given = Buffer.from(String(req.headers["x-enfonica-signature"]), "base64");
-  expect(given.length).toBe(expected.length);
-  expect(timingSafeEqual(given, expected)).toBe(true);
-  const id = String(req.headers["webhook-id"]);
-  const timestamp = String(req.headers["webhook-timestamp"]);
-  const standard = createHmac("sha256", key).update(`${id}.${timestamp}.${req.body}`).digest("base64");
-  expect(String(req.headers["webhook-signature"]).split(" ")).toContain(`v1,${standard}`);
-}
-
-const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
-
-/** Seconds of a Duration or between two Timestamps (ms exact). */
-const secondsOf = (d: { seconds: bigint; nanos: number } | undefined): number =>
-  d === undefined ? Number.NaN : Number(d.seconds) + d.nanos / 1e9;
-const between = (
-  a: { seconds: bigint; nanos: number } | undefined,
-  b: { seconds: bigint; nanos: number } | undefined,
-): number => secondsOf(b) - secondsOf(a);
 
 describe.each(testDatabases())("child calls (<Call>) on $name", (backend) => {
   const database = useTestDatabase(backend);
-  const scheduler = new ManualScheduler(new TestClock(T0));
-  const nextBlock = blockAllocator();
-  let app: App;
-  let base: string;
-  let connect: Client<typeof Calls>;
-  let handler: Receiver;
-  let states: Receiver;
-  let destination = 0;
-
-  beforeAll(async () => {
-    app = await build({
-      db: database.db,
-      clock: scheduler.clock,
-      scheduler,
-      config: testConfig({
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-        WEBHOOKS_TIMEOUT_MS: "2000",
-        WEBHOOKS_POLL_INTERVAL_MS: "20",
-        CALL_RATES: "+61=0.05,+1=0.02",
-        CALL_RATES_CURRENCY: "AUD",
-      }),
-    });
-    const address = await app.listen(0, "127.0.0.1");
-    base = `http://127.0.0.1:${address.port}`;
-    connect = createClient(
-      Calls,
-      createConnectTransport({
-        baseUrl: base,
-        httpVersion: "1.1",
-        interceptors: [bearer(TEST_OPERATOR_TOKEN)],
-      }),
-    );
-    handler = await startReceiver();
-    states = await startReceiver();
+  const harness = callHarness(database, {
+    env: { CALL_RATES: "+61=0.05,+1=0.02", CALL_RATES_CURRENCY: "AUD" },
   });
-  afterAll(async () => {
-    await app?.close();
-    await handler?.close();
-    await states?.close();
-  });
-  afterEach(() => {
-    handler.requests.length = 0;
-    states.requests.length = 0;
-    handler.handle((_req, res) => res.end("ok"));
-  });
-
-  /** A project owning a fresh ACTIVE number; returns the project and the number. */
-  async function owner(): Promise<{ project: string; from: string }> {
-    const project = await newProject(database.db);
-    const c = numberingClients(database.db, scheduler.clock);
-    const from = await addBlock(c, nextBlock(), 10);
-    await provision(c, project, from);
-    return { project, from };
-  }
-
-  /** A destination of its own with a simulator route. */
-  async function route(init: {
-    outcome?: SimulatorRoute_Outcome;
-    ringSeconds?: number;
-    talkSeconds?: number;
-    digits?: string;
-    errorCode?: string;
-  }): Promise<string> {
-    destination++;
-    const to = `+614915702${String(destination).padStart(2, "0")}`;
-    await createTestClient(SimulatorAdmin, database.db, scheduler.clock).createRoute({
-      route: { prefix: to, ...init },
-    });
-    return to;
-  }
-
-  /** Serves markup by path. */
-  function serve(documents: Record<string, string | number>): void {
-    handler.handle((req, res) => {
-      const path = req.path.split("?")[0]!;
-      const doc = documents[path];
-      if (doc === undefined) {
-        res.statusCode = 404;
-        res.end("no");
-      } else if (typeof doc === "number") {
-        res.statusCode = doc;
-        res.end("error");
-      } else {
-        res.setHeader("content-type", "application/xml");
-        res.end(doc);
-      }
-    });
-  }
-
-  /** Moves call time forward in small steps (letting real HTTP happen) until the call is over. */
-  async function runToEnd(name: string, maxSeconds = 600): Promise<Call> {
-    for (let t = 0; t < maxSeconds * 10; t++) {
-      const call = await connect.getCall({ name });
-      if (TERMINAL.has(call.state) && app.engine.activeCount === 0) return call;
-      await scheduler.advance(0.1);
-      await sleep(1);
-    }
-    throw new Error(`call ${name} did not end within ${maxSeconds} s of call time`);
-  }
-
-  function createCall(project: string, from: string, to: string, path = "/start", extra = {}) {
-    return connect.createCall({
-      parent: project,
-      call: {
-        to,
-        from,
-        labels: { team: "test" },
-        options: {
-          handlerUris: [`${handler.base}${path}`],
-          stateUpdateUri: `${states.base}/state`,
-          ...extra,
-        },
-      },
-    });
-  }
+  const { scheduler, connect, handler, states, owner, route, serve, runToEnd, createCall } = harness;
 
   /** The calls of a project, oldest first. */
   async function callsOf(project: string): Promise<Call[]> {

@@ -5,20 +5,17 @@
  * node:crypto here. The operator injects calls through SimulatorAdmin
  * (Connect JSON) and the REST path POST /admin/v1/simulator/incomingCalls.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { fromJsonString } from "@bufbuild/protobuf";
-import { type Client, Code, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { eq } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CallRequestSchema } from "../../gen/enfonica/voice/v1beta1/call_request_pb.js";
 import {
-  type Call,
   Call_CreateMethod,
   Call_Direction,
   Call_State,
   Call_Transport,
-  Calls,
 } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import {
   SipDomain_DomainType as DomainType,
@@ -26,10 +23,8 @@ import {
   SipDomains,
 } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { SimulatorAdmin, SimulatorRoute_Outcome } from "../../gen/switchboard/admin/v1/simulator_pb.js";
-import type { Db } from "../../src/db/client.js";
-import { calls, projects, webhookEvents } from "../../src/db/schema/index.js";
-import { type App, build } from "../../src/server.js";
-import { addBlock, blockAllocator, numberingClients } from "../numbering/support.js";
+import { calls, webhookEvents } from "../../src/db/schema/index.js";
+import { addBlock, numberingClients } from "../numbering/support.js";
 import {
   bearer,
   errorReason,
@@ -37,135 +32,24 @@ import {
   expectInvalid,
   newProject,
   TEST_OPERATOR_TOKEN,
-  testConfig,
 } from "../support/app.js";
-import { TestClock } from "../support/clock.js";
+import { callHarness, expectSigned, keyOf, xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
-import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.js";
-import { ManualScheduler } from "../support/scheduler.js";
 import { newSipDomainId } from "./support.js";
 
-const T0 = "2026-03-01T00:00:00.000Z";
 const CALLER = "+61491570156";
-const TERMINAL = new Set([
-  Call_State.COMPLETED,
-  Call_State.FAILED,
-  Call_State.NOT_ANSWERED,
-  Call_State.BUSY,
-  Call_State.REJECTED,
-]);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
-
-async function keyOf(db: Db, project: string): Promise<Buffer> {
-  const [row] = await db
-    .select({ key: projects.signingKey })
-    .from(projects)
-    .where(eq(projects.id, project.split("/")[1]!));
-  return Buffer.from(row!.key, "base64");
-}
-
-function expectSigned(req: ReceivedRequest, key: Buffer, url: string): void {
-  expect(req.method).toBe("POST");
-  expect(req.headers["x-enfonica-event"]).toBe("CALL");
-  const expected = createHmac("sha256", key)
-    .update(Buffer.from(`${url}CALL${req.body}`, "utf8"))
-    .digest();
-  const given = Buffer.from(String(req.headers["x-enfonica-signature"]), "base64");
-  expect(given.length).toBe(expected.length);
-  expect(timingSafeEqual(given, expected)).toBe(true);
-  const id = String(req.headers["webhook-id"]);
-  const timestamp = String(req.headers["webhook-timestamp"]);
-  const standard = createHmac("sha256", key).update(`${id}.${timestamp}.${req.body}`).digest("base64");
-  expect(String(req.headers["webhook-signature"]).split(" ")).toContain(`v1,${standard}`);
-}
-
 describe.each(testDatabases())("incoming calls on $name", (backend) => {
   const database = useTestDatabase(backend);
-  const scheduler = new ManualScheduler(new TestClock(T0));
-  const nextBlock = blockAllocator();
-  let app: App;
-  let base: string;
-  let callsClient: Client<typeof Calls>;
-  let simulator: Client<typeof SimulatorAdmin>;
-  let sip: Client<typeof SipDomains>;
-  let handler: Receiver;
-
-  beforeAll(async () => {
-    app = await build({
-      db: database.db,
-      clock: scheduler.clock,
-      scheduler,
-      config: testConfig({
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-        WEBHOOKS_TIMEOUT_MS: "2000",
-        WEBHOOKS_POLL_INTERVAL_MS: "20",
-      }),
-    });
-    const address = await app.listen(0, "127.0.0.1");
-    base = `http://127.0.0.1:${address.port}`;
-    const transport = createConnectTransport({
-      baseUrl: base,
-      httpVersion: "1.1",
-      interceptors: [bearer(TEST_OPERATOR_TOKEN)],
-    });
-    callsClient = createClient(Calls, transport);
-    simulator = createClient(SimulatorAdmin, transport);
-    sip = createClient(SipDomains, transport);
-    handler = await startReceiver();
-  });
-  afterAll(async () => {
-    await app?.close();
-    await handler?.close();
-  });
-  afterEach(() => {
-    handler.requests.length = 0;
-    handler.handle((_req, res) => res.end("ok"));
-  });
-
-  function serve(documents: Record<string, string | number>): void {
-    handler.handle((req, res) => {
-      const doc = documents[req.path.split("?")[0]!];
-      if (doc === undefined) {
-        res.statusCode = 404;
-        res.end("no");
-      } else if (typeof doc === "number") {
-        res.statusCode = doc;
-        res.end("error");
-      } else {
-        res.setHeader("content-type", "application/xml");
-        res.end(doc);
-      }
-    });
-  }
-
-  /** A project with an ACTIVE single-number instance handled by `uris`. */
-  async function single(uris: string[]): Promise<{ project: string; number: string; instance: string }> {
-    const project = await newProject(database.db);
-    const c = numberingClients(database.db, scheduler.clock);
-    const number = await addBlock(c, nextBlock(), 10);
-    const instance = await c.instances.createPhoneNumberInstance({
-      parent: project,
-      phoneNumberInstance: { phoneNumber: { phoneNumber: number }, incomingCallHandlerUris: uris },
-    });
-    return { project, number, instance: instance.name };
-  }
-
-  async function runToEnd(name: string, maxSeconds = 600): Promise<Call> {
-    for (let t = 0; t < maxSeconds * 10; t++) {
-      const call = await callsClient.getCall({ name });
-      if (TERMINAL.has(call.state) && app.engine.activeCount === 0) return call;
-      await scheduler.advance(0.1);
-      await sleep(1);
-    }
-    throw new Error(`call ${name} did not end within ${maxSeconds} s of call time`);
-  }
+  const harness = callHarness(database);
+  const { scheduler, nextBlock, handler, serve, single, runToEnd } = harness;
+  const callsClient = harness.connect;
+  const simulator = harness.client(SimulatorAdmin);
+  const sip = harness.client(SipDomains);
 
   async function rest(
     body: unknown,
   ): Promise<{ status: number; json: { call: string; error: { status: string; details: unknown[] } } }> {
-    const res = await fetch(`${base}/admin/v1/simulator/incomingCalls`, {
+    const res = await fetch(`${harness.base}/admin/v1/simulator/incomingCalls`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${TEST_OPERATOR_TOKEN}` },
       body: JSON.stringify(body),
@@ -407,7 +291,7 @@ describe.each(testDatabases())("incoming calls on $name", (backend) => {
       const admin = createClient(
         SimulatorAdmin,
         createConnectTransport({
-          baseUrl: base,
+          baseUrl: harness.base,
           httpVersion: "1.1",
           interceptors: [bearer(TEST_OPERATOR_TOKEN)],
         }),

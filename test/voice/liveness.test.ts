@@ -27,13 +27,11 @@ import { createCallEngine } from "../../src/services.js";
 import { ENGINE_LOST } from "../../src/voice/calls/liveness.js";
 import { addBlock, blockAllocator, numberingClients, provision } from "../numbering/support.js";
 import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
+import { sleep, xml } from "../support/calls.js";
 import { TestClock } from "../support/clock.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { ManualScheduler } from "../support/scheduler.js";
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
 
 describe.each(testDatabases())("engine liveness on $name", (backend) => {
   const database = useTestDatabase(backend);

@@ -1,131 +1,17 @@
-import { type Client, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type Call, Call_State, Calls } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
-import { SimulatorAdmin, type SimulatorRoute_Outcome } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import { describe, expect, it } from "vitest";
+import { Call_State } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { encodeMp3 } from "../../src/recordings/audio/mp3.js";
 import { speechLike } from "../../src/recordings/audio/signal.js";
 import { encodeWav } from "../../src/recordings/audio/wav.js";
-import { type App, build } from "../../src/server.js";
-import { addBlock, blockAllocator, numberingClients, provision } from "../numbering/support.js";
-import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
-import { TestClock } from "../support/clock.js";
+import { callHarness, xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
-import { type Receiver, startReceiver } from "../support/receiver.js";
-import { ManualScheduler } from "../support/scheduler.js";
-
-const T0 = "2026-03-01T00:00:00.000Z";
-const TERMINAL = new Set([
-  Call_State.COMPLETED,
-  Call_State.FAILED,
-  Call_State.NOT_ANSWERED,
-  Call_State.BUSY,
-  Call_State.REJECTED,
-]);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`;
 
 describe.each(testDatabases())("<Play> on $name", (backend) => {
   const database = useTestDatabase(backend);
-  const scheduler = new ManualScheduler(new TestClock(T0));
-  const nextBlock = blockAllocator();
-  let app: App;
-  let base: string;
-  let connect: Client<typeof Calls>;
-  let handler: Receiver;
-  let states: Receiver;
-  let destination = 0;
-
-  beforeAll(async () => {
-    app = await build({
-      db: database.db,
-      clock: scheduler.clock,
-      scheduler,
-      config: testConfig({
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-        WEBHOOKS_TIMEOUT_MS: "2000",
-        WEBHOOKS_POLL_INTERVAL_MS: "20",
-        CALL_RATES: "+61=0.05,+1=0.02",
-        CALL_RATES_CURRENCY: "AUD",
-      }),
-    });
-    const address = await app.listen(0, "127.0.0.1");
-    base = `http://127.0.0.1:${address.port}`;
-    connect = createClient(
-      Calls,
-      createConnectTransport({
-        baseUrl: base,
-        httpVersion: "1.1",
-        interceptors: [bearer(TEST_OPERATOR_TOKEN)],
-      }),
-    );
-    handler = await startReceiver();
-    states = await startReceiver();
+  const harness = callHarness(database, {
+    env: { CALL_RATES: "+61=0.05,+1=0.02", CALL_RATES_CURRENCY: "AUD" },
   });
-  afterAll(async () => {
-    await app?.close();
-    await handler?.close();
-    await states?.close();
-  });
-  afterEach(() => {
-    handler.requests.length = 0;
-    states.requests.length = 0;
-    handler.handle((_req, res) => res.end("ok"));
-  });
-
-  /** A project owning a fresh ACTIVE number; returns the project and the number. */
-  async function owner(): Promise<{ project: string; from: string }> {
-    const project = await newProject(database.db);
-    const c = numberingClients(database.db, scheduler.clock);
-    const from = await addBlock(c, nextBlock(), 10);
-    await provision(c, project, from);
-    return { project, from };
-  }
-
-  /** A destination of its own with a simulator route. */
-  async function route(init: {
-    outcome?: SimulatorRoute_Outcome;
-    ringSeconds?: number;
-    talkSeconds?: number;
-    digits?: string;
-    errorCode?: string;
-  }): Promise<string> {
-    destination++;
-    const to = `+614915702${String(destination).padStart(2, "0")}`;
-    await createTestClient(SimulatorAdmin, database.db, scheduler.clock).createRoute({
-      route: { prefix: to, ...init },
-    });
-    return to;
-  }
-
-  /** Moves call time forward in small steps (letting real HTTP happen) until the call is over. */
-  async function runToEnd(name: string, maxSeconds = 600): Promise<Call> {
-    for (let t = 0; t < maxSeconds * 10; t++) {
-      const call = await connect.getCall({ name });
-      if (TERMINAL.has(call.state) && app.engine.activeCount === 0) return call;
-      await scheduler.advance(0.1);
-      await sleep(1);
-    }
-    throw new Error(`call ${name} did not end within ${maxSeconds} s of call time`);
-  }
-
-  function createCall(project: string, from: string, to: string, path = "/start", extra = {}) {
-    return connect.createCall({
-      parent: project,
-      call: {
-        to,
-        from,
-        labels: { team: "test" },
-        options: {
-          handlerUris: [`${handler.base}${path}`],
-          stateUpdateUri: `${states.base}/state`,
-          ...extra,
-        },
-      },
-    });
-  }
+  const { handler, owner, route, runToEnd, createCall } = harness;
 
   /** Serves markup by path, and audio files. */
   function serveWithAudio(
@@ -173,7 +59,7 @@ describe.each(testDatabases())("<Play> on $name", (backend) => {
     // The second play of the same URI is measured from the cache.
     expect(handler.requests.filter((r) => r.path === "/media/hold.wav")).toHaveLength(1);
 
-    const mp3Uri = `/media/${destination}.mp3`;
+    const mp3Uri = `/media/${harness.destinations}.mp3`;
     serveWithAudio({ "/start": xml(`<Play>${mp3Uri}</Play>`) }, { [mp3Uri]: ["audio/mpeg", mp3] });
     const second = await runToEnd((await createCall(project, from, to)).name);
     const seconds = Number(second.answerDuration?.seconds) + second.answerDuration!.nanos / 1e9;
