@@ -483,6 +483,38 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
       }
     });
 
+    it("a domain asking for transcription is UNIMPLEMENTED on create and update; nothing changes", async () => {
+      const e = await expectCode(
+        sipDomain({
+          callTerminationMode: Mode.PROGRAMMABLE,
+          callTerminationHandlerUris: ["https://hooks.example.com/sip"],
+          callRecording: { trigger: Trigger.ANSWER, transcribe: TranscribeOption.DEFAULT },
+        }),
+        Code.Unimplemented,
+      );
+      expect(errorReason(e)).toBe("NOT_IMPLEMENTED");
+      expect(e.message).toContain("sip_domain.call_recording.transcribe");
+
+      const { domain } = await sipDomain({
+        callTerminationMode: Mode.PROGRAMMABLE,
+        callTerminationHandlerUris: ["https://hooks.example.com/sip"],
+        callRecording: { trigger: Trigger.ANSWER },
+      });
+      const u = await expectCode(
+        sip.updateSipDomain({
+          sipDomain: {
+            name: domain.name,
+            callRecording: { trigger: Trigger.BRIDGE, transcribe: TranscribeOption.DEFAULT },
+          },
+          updateMask: { paths: ["call_recording"] },
+        }),
+        Code.Unimplemented,
+      );
+      expect(u.message).toContain("sip_domain.call_recording.transcribe");
+      const after = await sip.getSipDomain({ name: domain.name });
+      expect(after.callRecording?.trigger).toBe(Trigger.ANSWER);
+    });
+
     it("channel_limit k: 3k simultaneous calls admit exactly k, the rest CHANNEL_LIMIT_REACHED", async () => {
       for (const k of [1, 3]) {
         const { project, domain } = await sipDomain({

@@ -36,10 +36,9 @@
  * transaction — and handed to the engine after the transaction commits.
  */
 
-import { Code } from "@connectrpc/connect";
 import { and, eq } from "drizzle-orm";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
-import { type FieldViolation, invalidArgument, notFound, rpcError } from "../../api/errors.js";
+import { type FieldViolation, invalidArgument, notFound } from "../../api/errors.js";
 import { newResourceId } from "../../api/ids.js";
 import { labelViolations } from "../../api/labels.js";
 import { parseResourceName } from "../../api/names.js";
@@ -56,6 +55,7 @@ import {
 } from "../../db/schema/index.js";
 import { enqueueWebhook } from "../../events/outbox.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
+import { transcriptionNotImplemented } from "../transcription.js";
 import { compileCallFilter } from "./filter.js";
 import { callJson } from "./proto.js";
 
@@ -128,18 +128,6 @@ function recordingViolations(config: CallRecordingInput): FieldViolation[] {
     }
   });
   return v;
-}
-
-/** UNIMPLEMENTED when `config` asks for transcription (not built yet). */
-function transcriptionNotImplemented(config: CallRecordingInput | undefined) {
-  if (config === undefined || config.transcribe !== "DEFAULT") return undefined;
-  const field = `${RECORDING_FIELD}.transcribe`;
-  return rpcError(
-    Code.Unimplemented,
-    "NOT_IMPLEMENTED",
-    `${field}: transcription of call recordings is not implemented yet; use DISABLED or leave it unset`,
-    { feature: "transcription", field },
-  );
 }
 
 export function callName(row: Pick<CallRow, "projectId" | "id">): string {
@@ -267,7 +255,7 @@ export class CallsDomain {
     }
     if (violations.length > 0) throw invalidArgument(violations);
     const o = input.options!;
-    const unimplemented = transcriptionNotImplemented(o.recording);
+    const unimplemented = transcriptionNotImplemented(o.recording, RECORDING_FIELD);
     if (unimplemented !== undefined) throw unimplemented;
     const now = this.clock.now();
     const row = await this.db.transaction(async (tx) => {
