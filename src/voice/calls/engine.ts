@@ -57,8 +57,6 @@ import { PlayAudio } from "./play-audio.js";
 import { callJson } from "./proto.js";
 import type { CallRates } from "./rates.js";
 
-export { BEEP_SECONDS } from "./control.js";
-
 export const TERMINAL_STATES: readonly CallStateValue[] = [
   "COMPLETED",
   "FAILED",
@@ -255,11 +253,6 @@ export class CallEngine {
   /** Calls in flight (tests, shutdown). */
   get activeCount(): number {
     return this.active.size;
-  }
-
-  /** Background work in flight (tests). */
-  get backgroundCount(): number {
-    return this.background.size;
   }
 
   /** Resolves once no call is in flight and no recording is being processed (tests). */
