@@ -82,17 +82,33 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const clock = options.clock ?? systemClock;
   let owned: Database | undefined;
   let db = options.db;
+  // Start-up steps are logged at info with their duration (an operator
+  // watching a first start sees what the seconds go to).
+  const step = async <T>(what: string, fields: object, run: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const result = await run();
+    log.info({ ...fields, ms: Math.round(performance.now() - started) }, what);
+    return result;
+  };
   if (db === undefined) {
-    owned = await openDatabase(config);
+    const where =
+      config.databaseUrl === undefined
+        ? { database: "pglite", dataDir: config.dataDir }
+        : { database: "postgres", host: databaseHost(config.databaseUrl) };
+    owned = await step("database opened", where, () => openDatabase(config));
     db = owned.db;
   }
   try {
-    if (owned) await owned.migrate();
+    const opened = owned;
+    if (opened) await step("migrations applied", {}, () => opened.migrate());
     else if (db) await migrateDb(db);
     // The embedded database starts with a demo inventory of fictional numbers
     // (src/numbering/inventory/demo.ts); idempotent, so every start runs it.
-    if (owned?.driver === "pglite") {
-      await seedDemoInventory(numberingDomains(owned.db, clock, config).inventory);
+    if (opened?.driver === "pglite") {
+      const seeded = await step("demo inventory checked", {}, () =>
+        seedDemoInventory(numberingDomains(opened.db, clock, config).inventory),
+      );
+      if (seeded > 0) log.info({ numbers: seeded }, "demo inventory added (fictional numbers only)");
     }
   } catch (err) {
     await owned?.close();
@@ -207,6 +223,16 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   };
 }
 
+/** The host (and port) of a database URL, for logs: never its credentials. */
+function databaseHost(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname}`;
+  } catch {
+    return "(unparseable DATABASE_URL)";
+  }
+}
+
 /** Readiness: the database answers a trivial query. */
 async function databaseAnswers(db: Db): Promise<boolean> {
   try {
@@ -217,30 +243,70 @@ async function databaseAnswers(db: Db): Promise<boolean> {
   }
 }
 
+/** How long a stop may take before the process exits anyway. */
+const STOP_TIMEOUT_MS = 30_000;
+
 async function main(): Promise<void> {
-  const app = await build();
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  log.info({ node: process.version, role: config.role }, "switchboard starting");
+  // Signals are handled from the first moment, start-up included: the first
+  // SIGTERM/SIGINT stops the app (in-flight calls end, the database closes)
+  // and exits 0; later ones (a terminal's Ctrl-C reaches npm and node alike,
+  // and npm forwards it once more) are noted, and a stop that hangs ends the
+  // process after STOP_TIMEOUT_MS.
+  let app: App | undefined;
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      log.debug({ signal }, "already stopping");
+      return;
+    }
+    stopping = true;
+    log.info({ signal }, "switchboard stopping");
+    setTimeout(() => {
+      log.error({ timeoutMs: STOP_TIMEOUT_MS }, "stop timed out; exiting");
+      process.exit(1);
+    }, STOP_TIMEOUT_MS).unref();
+    void (app?.close() ?? Promise.resolve()).then(
+      () => {
+        log.info("switchboard stopped");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, "stop failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+
+  app = await build({ config, log });
+  if (stopping) {
+    // A signal arrived while starting: close what build() opened.
+    await app.close();
+    return;
+  }
   if (app.config.role === "worker") {
     // Background work only: nothing listens.
-    app.log.info("switchboard worker started");
-    const stopWorker = async () => {
-      await app.close();
-      process.exit(0);
-    };
-    process.once("SIGINT", stopWorker);
-    process.once("SIGTERM", stopWorker);
+    log.info("switchboard worker started");
     return;
   }
   const address = await app.listen();
   const baseUrl = `${app.config.tls ? "https" : "http"}://${address.address}:${address.port}`;
-  app.log.info({ address: baseUrl }, "switchboard listening");
-  // Shown once, on the start that generated it; never logged.
-  if (app.operatorToken.generated) process.stdout.write(`${firstStartHint(app.operatorToken, baseUrl)}\n`);
-  const stop = async () => {
-    await app.close();
-    process.exit(0);
-  };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  log.info({ url: baseUrl, docs: `${baseUrl}/docs` }, "switchboard listening");
+  // The token itself is shown once, on the start that generated it, and never logged.
+  if (app.operatorToken.generated) {
+    await new Promise<void>((resolve) => log.flush(() => resolve()));
+    process.stdout.write(`${firstStartHint(app.operatorToken, baseUrl)}\n`);
+    log.info({ file: app.operatorToken.file }, "operator token generated (printed above, once)");
+  } else if (app.operatorToken.file) {
+    log.info(
+      { file: app.operatorToken.file },
+      "operator token: export SWITCHBOARD_OPERATOR_TOKEN=$(cat <file>)",
+    );
+  }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {

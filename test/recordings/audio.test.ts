@@ -1,6 +1,6 @@
 /**
  * Recording audio: the WAV writer (checked with a parser of the test's
- * own), MP3 encoding (decoded by ffmpeg), the synthetic signal and silence
+ * own), MP3 encoding (decoded by mpg123), the synthetic signal and silence
  * detection.
  */
 import { describe, expect, it } from "vitest";
@@ -47,18 +47,28 @@ describe("WAV writer", () => {
 });
 
 describe("MP3 encoding", () => {
-  it.each([1, 2])("decodes (ffmpeg) to the same length within a frame, %i channel(s)", (channels) => {
+  it.each([1, 2])("decodes (mpg123) to the same length within a frame, %i channel(s)", async (channels) => {
     const signal = Array.from({ length: channels }, (_, i) =>
       speechLike({ seed: 10 + i, durationMs: 3000, sampleRate: RATE }),
     );
     const mp3 = encodeMp3(signal, RATE);
-    expect(probeMp3(mp3)).toEqual({ codec: "mp3", sampleRate: 8000, channels });
-    const decoded = decodeMp3Frames(mp3, channels, RATE);
-    // The stream carries no LAME/Xing tag, so ffmpeg also returns LAME's
+    const probe = probeMp3(mp3);
+    expect(probe).toMatchObject({ codec: "mp3", sampleRate: 8000, channels });
+    const decoded = await decodeMp3Frames(mp3, RATE);
+    expect(decoded).toBe(probe.frames * MP3_FRAME); // every frame decoded
+    // The stream carries no LAME/Xing tag, so the decoder also returns LAME's
     // fixed delay (576 + 529 samples) and the padding of the last frame.
     const padding = decoded - 24000 - LAME_DELAY;
     expect(padding).toBeGreaterThanOrEqual(0);
     expect(padding).toBeLessThan(MP3_FRAME);
+  });
+
+  it("is refused by the frame reader and the decoder when corrupt", async () => {
+    const mp3 = encodeMp3([speechLike({ seed: 3, durationMs: 500, sampleRate: RATE })], RATE);
+    const corrupt = Buffer.from(mp3);
+    corrupt.fill(0x55, 280, 300); // over the second frame header (frames are 288 bytes)
+    expect(() => probeMp3(corrupt)).toThrow();
+    expect(() => probeMp3(Buffer.from("not an mp3 at all"))).toThrow();
   });
 });
 

@@ -4,8 +4,8 @@
  * receivers serving the markup and taking RECORDING_READY webhooks
  * (signatures checked with node:crypto), recordings read back through the
  * API (FULL view) and their audio downloaded through the signed links and
- * measured with independent readers (a WAV parser written here, ffmpeg /
- * ffprobe for the MP3).
+ * measured with independent readers (a WAV parser and an MP3 frame reader
+ * written here, mpg123 for decoding the MP3).
  *
  * Call time only moves in scheduler.advance(); where a test measures an
  * exact call time it stops advancing ("freezes") until the engine reached
@@ -214,7 +214,7 @@ describe.each(testDatabases())("recordings of calls on $name", (backend) => {
   }
 
   /**
-   * The MP3 rendition decodes (ffmpeg) to `frames` plus LAME's fixed delay and its end padding.
+   * The MP3 rendition decodes (mpg123) to `frames` plus LAME's fixed delay and its end padding.
    * lamejs writes no gapless (LAME) header, so the decoder returns the padding too: up to the
    * frame boundary, and LAME's final flush can reach a few dozen samples into the next frame
    * (measured over many lengths: 58 to 613 samples). Bounded here by 1.25 frames (90 ms).
@@ -222,8 +222,11 @@ describe.each(testDatabases())("recordings of calls on $name", (backend) => {
   async function expectMp3(recording: Recording, channels: number, frames: number): Promise<void> {
     const mp3 = recording.audio.find((a) => a.mimeType === "audio/mpeg");
     const file = await download(mp3!.uri);
-    expect(probeMp3(file)).toEqual({ codec: "mp3", sampleRate: RATE, channels });
-    const padding = decodeMp3Frames(file, channels, RATE) - frames - LAME_DELAY;
+    const probe = probeMp3(file);
+    expect(probe).toMatchObject({ codec: "mp3", sampleRate: RATE, channels });
+    const decoded = await decodeMp3Frames(file, RATE);
+    expect(decoded).toBe(probe.frames * MP3_FRAME);
+    const padding = decoded - frames - LAME_DELAY;
     expect(padding).toBeGreaterThanOrEqual(0);
     expect(padding).toBeLessThan(MP3_FRAME * 1.25);
   }

@@ -205,6 +205,11 @@ export class InventoryDomain {
     };
   }
 
+  /** How many numbers of a block (`start` and the `size - 1` after it) inventory holds. */
+  countBlock(start: string, size: number): Promise<number> {
+    return this.repository.countBlock(start, size);
+  }
+
   /** Free numbers matching the search, in number order. */
   async search(params: SearchParams): Promise<PageResult<InventoryNumber>> {
     if (!isRegionCode(params.countryCode)) {

@@ -76,6 +76,21 @@ export class InventoryRepository {
    * numbers, the first number missing (if any), and how many distinct
    * countries and types they have.
    */
+  /** How many numbers of the block `start`, `start + 1`, ... (`size` numbers) inventory holds. */
+  async countBlock(start: string, size: number): Promise<number> {
+    const end = `+${(BigInt(start.slice(1)) + BigInt(size - 1)).toString()}`;
+    const [row] = await this.db
+      .select({ count: sql<number>`count(*)::int` })
+      .from(t)
+      .where(
+        and(
+          sql`${t.phoneNumber} between ${start} and ${end}`,
+          sql`length(${t.phoneNumber}) = ${start.length}`,
+        ),
+      );
+    return Number(row?.count ?? 0);
+  }
+
   async summarize(
     start: string,
     end: string,

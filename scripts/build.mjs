@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+/**
+ * `npm run build`: compiles the server (src/server.ts) and the operator CLI
+ * (src/cli.ts) to JavaScript in dist/, with esbuild.
+ *
+ * Each entry becomes one ES module holding the project's own code (src/ and
+ * gen/); packages stay imports of node_modules (`packages: "external"`), so
+ * PGlite finds its WebAssembly and nothing from npm is copied. The SQL
+ * migrations are copied beside the bundle, where src/db/client.ts looks for
+ * them (`./migrations` relative to the module).
+ *
+ *   node scripts/build.mjs             build
+ *   node scripts/build.mjs --if-stale  build only when a source is newer than dist/
+ *
+ * Type checking is `npm run typecheck` (tsc); esbuild only strips types.
+ */
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const out = join(root, "dist");
+const stamp = join(out, ".built");
+const inputs = ["src", "gen", "package.json", "scripts/build.mjs"].map((p) => join(root, p));
+
+/** The newest modification time under `path` (a file or a folder). */
+function newest(path) {
+  const s = statSync(path);
+  if (!s.isDirectory()) return s.mtimeMs;
+  let max = s.mtimeMs;
+  for (const entry of readdirSync(path)) max = Math.max(max, newest(join(path, entry)));
+  return max;
+}
+
+function upToDate() {
+  if (!existsSync(stamp)) return false;
+  const built = statSync(stamp).mtimeMs;
+  return inputs.every((p) => !existsSync(p) || newest(p) <= built);
+}
+
+if (process.argv.includes("--if-stale") && upToDate()) process.exit(0);
+
+const started = performance.now();
+let esbuild;
+try {
+  esbuild = await import("esbuild");
+} catch {
+  console.error("build: esbuild is not installed (a devDependency): run `npm ci` first");
+  process.exit(1);
+}
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+await esbuild.build({
+  absWorkingDir: root,
+  entryPoints: { server: "src/server.ts", cli: "src/cli.ts" },
+  outdir: out,
+  bundle: true,
+  packages: "external",
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  sourcemap: true,
+  logLevel: "warning",
+});
+cpSync(join(root, "src/db/migrations"), join(out, "migrations"), { recursive: true });
+writeFileSync(stamp, `${new Date().toISOString()}\n`);
+console.error(`build: dist/ in ${Math.round(performance.now() - started)} ms`);
