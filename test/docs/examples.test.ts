@@ -1,0 +1,230 @@
+/**
+ * Every shell example of README.md and docs/*.md, run as a reader would run
+ * it: the ```sh blocks of each file, in order, in one bash session per file
+ * (`set -euo pipefail`; curl fails on any HTTP error status), against the
+ * compiled server on a fresh embedded database, with the example webhook
+ * handler of the quick start. The docs files run after the README, in the
+ * state it leaves (the project `my-project`, `$KEY`, the operator token).
+ *
+ * What a reader's machine has and this test changes, nothing else:
+ * - addresses: 127.0.0.1:8080 (the server) and 127.0.0.1:3000 (the handler)
+ *   become free ports, and the CLI finds the server through SWITCHBOARD_URL;
+ * - `data/` (the embedded database's directory) is a temporary directory.
+ * Blocks that install, start or test the project itself are not run here:
+ * CI runs them (npm ci, npm test) and test/startup runs npm start. Blocks
+ * marked ```sh norun (things this machine cannot run, like docker) are
+ * listed by the test.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "../..");
+
+/** The blocks a reader runs to install, start or test the project: run by CI and test/startup. */
+const RUN_ELSEWHERE = new Set(["npm ci && npm start", "npm test"]);
+/** The quick start's server and handler: this test starts them (with the same settings). */
+const SERVER_BLOCK = "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS=true npm start";
+const HANDLER_BLOCK = "node scripts/example-handler.mjs";
+
+interface Block {
+  file: string;
+  line: number;
+  info: string;
+  code: string;
+}
+
+/** The fenced blocks of a markdown file whose info string starts with `sh`. */
+export function shellBlocks(file: string): Block[] {
+  const lines = readFileSync(join(ROOT, file), "utf8").split("\n");
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    // Blocks may be indented (inside a list item): the opening fence's indent is removed.
+    const open = /^( *)```(sh\b.*)$/.exec(lines[i]!);
+    if (!open) continue;
+    const indent = open[1]!.length;
+    const start = i;
+    const body: string[] = [];
+    for (i++; i < lines.length && lines[i]!.trim() !== "```"; i++) body.push(lines[i]!.slice(indent));
+    blocks.push({ file, line: start + 1, info: open[2]!.trim(), code: body.join("\n").trim() });
+  }
+  return blocks;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const address = s.address();
+      s.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+interface Proc {
+  child: ChildProcess;
+  output: () => string;
+}
+
+function launch(command: string, args: string[], env: NodeJS.ProcessEnv): Proc {
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (b: Buffer) => {
+    out += b.toString();
+  });
+  child.stderr?.on("data", (b: Buffer) => {
+    out += b.toString();
+  });
+  return { child, output: () => out };
+}
+
+async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 60_000): Promise<void> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < limitMs) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const docsFiles = readdirSync(join(ROOT, "docs"))
+  .filter((f) => f.endsWith(".md"))
+  .sort()
+  .map((f) => `docs/${f}`)
+  .filter((f) => shellBlocks(f).length > 0);
+
+describe("shell examples of README.md and docs/", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "sb-examples-"));
+  let server: Proc;
+  let handler: Proc;
+  let port: number;
+  let handlerPort: number;
+  /** Variables the README's session leaves for the docs' sessions. */
+  const session: Record<string, string> = {};
+
+  beforeAll(async () => {
+    execFileSync(process.execPath, ["scripts/build.mjs", "--if-stale"], { cwd: ROOT, stdio: "pipe" });
+    port = await freePort();
+    handlerPort = await freePort();
+    server = launch(process.execPath, ["dist/server.js"], {
+      WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+      DATA_DIR: join(dataDir, "data"),
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+      DATABASE_URL: "",
+      SWITCHBOARD_OPERATOR_TOKEN: "",
+      RECORDING_LINK_SECRET: "",
+    });
+    handler = launch(process.execPath, ["scripts/example-handler.mjs"], { PORT: String(handlerPort) });
+    await until(async () => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
+      } catch {
+        return false;
+      }
+    }, `the server to be ready:\n${server?.output()}`);
+    await until(() => handler.output().includes("listening"), "the example handler");
+  }, 120_000);
+
+  afterAll(() => {
+    server?.child.kill("SIGTERM");
+    handler?.child.kill("SIGTERM");
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Runs the runnable blocks of `file` in one bash session; returns its output. */
+  function runFile(file: string, prelude = ""): { stdout: string; env: Record<string, string> } {
+    const blocks = shellBlocks(file).filter(
+      (b) =>
+        b.info === "sh" && !RUN_ELSEWHERE.has(b.code) && b.code !== SERVER_BLOCK && b.code !== HANDLER_BLOCK,
+    );
+    const script = [
+      "set -euo pipefail",
+      // An example that gets an HTTP error fails the run, with the body shown.
+      'curl() { command curl --fail-with-body --show-error "$@"; }',
+      prelude,
+      ...blocks.map((b) => `echo "::block ${b.file}:${b.line}"\n${b.code}`),
+      // What the docs' sessions inherit.
+      'echo "::env KEY=${KEY:-}"',
+      'echo "::env SWITCHBOARD_OPERATOR_TOKEN=${SWITCHBOARD_OPERATOR_TOKEN:-}"',
+    ]
+      .join("\n")
+      .replaceAll("127.0.0.1:8080", `127.0.0.1:${port}`)
+      .replaceAll("127.0.0.1:3000", `127.0.0.1:${handlerPort}`)
+      .replaceAll("data/operator-token", join(dataDir, "data", "operator-token"));
+    let stdout: string;
+    try {
+      stdout = execFileSync("bash", ["-c", script], {
+        cwd: ROOT,
+        env: { ...process.env, SWITCHBOARD_URL: `http://127.0.0.1:${port}`, DATA_DIR: join(dataDir, "data") },
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+        timeout: 240_000,
+      });
+    } catch (err) {
+      const e = err as { stdout?: string; stderr?: string; status?: number };
+      const last = (e.stdout ?? "")
+        .split("\n")
+        .filter((l) => l.startsWith("::block "))
+        .pop();
+      throw new Error(
+        `${file}: an example failed (exit ${e.status}) in the block at ${last?.slice(8) ?? "?"}\n` +
+          `stdout:\n${(e.stdout ?? "").slice(-3000)}\nstderr:\n${(e.stderr ?? "").slice(-3000)}\n` +
+          `server:\n${server.output().slice(-2000)}`,
+      );
+    }
+    const env: Record<string, string> = {};
+    for (const line of stdout.split("\n")) {
+      const m = /^::env ([A-Z_]+)=(.*)$/.exec(line);
+      if (m) env[m[1]!] = m[2]!;
+    }
+    return { stdout, env };
+  }
+
+  it("README: the quick start reaches a first call and a first incoming SMS", () => {
+    const readme = shellBlocks("README.md");
+    // The blocks this test stands in for are still what the README says.
+    expect(readme.map((b) => b.code)).toContain(SERVER_BLOCK);
+    expect(readme.map((b) => b.code)).toContain(HANDLER_BLOCK);
+
+    const { stdout, env } = runFile("README.md");
+    Object.assign(session, env);
+    expect(session.KEY).toMatch(/^sb_/);
+
+    // The call completed, and the handler saw its call control and every state update.
+    const got = stdout.split("::block ").find((s) => s.includes('"state"') && s.includes("calls/"));
+    expect(got).toContain('"state": "COMPLETED"');
+    const seen = handler.output();
+    expect(seen).toMatch(/POST \/voice /);
+    for (const state of ["QUEUED", "STARTING", "RINGING", "IN_PROGRESS", "COMPLETED"]) {
+      expect(seen).toMatch(new RegExp(`POST /state CALL_STATE_UPDATE .*"state":"${state}"`));
+    }
+    // The incoming messages reached the handler; STOP made an unsubscriber.
+    expect(seen).toMatch(/POST \/messages INCOMING_MESSAGE .*Hello from a phone/);
+    expect(stdout).toContain('"phone": "+61491570156"');
+  }, 300_000);
+
+  it.each(docsFiles)(
+    "%s",
+    (file) => {
+      if (!session.KEY) throw new Error("the README's examples did not run first");
+      const prelude = [
+        `export KEY=${session.KEY}`,
+        `export SWITCHBOARD_OPERATOR_TOKEN=${session.SWITCHBOARD_OPERATOR_TOKEN}`,
+      ].join("\n");
+      runFile(file, prelude);
+      const norun = shellBlocks(file).filter((b) => b.info !== "sh");
+      for (const b of norun) console.info(`not run here (${b.info}): ${b.file}:${b.line}`);
+    },
+    300_000,
+  );
+});
