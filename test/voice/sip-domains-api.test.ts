@@ -487,11 +487,11 @@ describe.each(testDatabases())("SIP domains over REST and gRPC on $name", (backe
         ).status,
       ).toBe(400);
 
-      // a malformed string is 400 INVALID_ARGUMENT; a wrong one is recorded, unverified
+      // what cannot be a DNS TXT value is 400 INVALID_ARGUMENT; a wrong one is recorded, unverified
       const malformed = await rest(
         "POST",
         `/v1beta1/${name}:verifyCollabDirectRouting`,
-        { verificationString: "MS=ms123" },
+        { verificationString: "MS=ms123\r\n" },
         key,
       );
       expect(malformed.status).toBe(400);

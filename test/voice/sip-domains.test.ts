@@ -1035,12 +1035,11 @@ describe.each(testDatabases())("SipDomains on $name", (backend) => {
 
       it.each([
         ["empty", ""],
-        ["without a token", "collab-verification="],
-        ["with a short token", "collab-verification=abc"],
-        ["of another platform", `teams-verification=${"a".repeat(30)}`],
-        ["with spaces", `collab-verification= ${"a".repeat(30)}`],
-        ["with a 129-character token", `collab-verification=${"a".repeat(129)}`],
-        ["over 256 characters", `collab-verification=${"a".repeat(300)}`],
+        ["over 255 bytes", `collab-verification=${"a".repeat(236)}`],
+        ["of 130 characters but 257 bytes of UTF-8", `MS=${"é".repeat(127)}`],
+        ["with a newline", "MS=ms12345678\nx"],
+        ["with a NUL", "MS=ms1234\u00005678"],
+        ["with DEL", "MS=ms1234\u007f"],
       ])(
         "refuses a string %s with INVALID_ARGUMENT naming verification_string",
         async (_, verificationString) => {
@@ -1054,6 +1053,31 @@ describe.each(testDatabases())("SipDomains on $name", (backend) => {
         },
       );
 
+      it.each([
+        ["a DNS TXT form of a real platform", "MS=ms12345678"],
+        ["the longest TXT string", `v=${"x".repeat(253)}`],
+        ["with spaces", "google-site-verification=abc def"],
+        ["the simulated form with a short token", "collab-verification=abc"],
+        ["in UTF-8", "vérification=ünïcode"],
+      ])(
+        "records a tenant-issued string %s, unverified until the platform accepts it",
+        async (_, verificationString) => {
+          const domain = await createDomain(await newProject(database.db), { type: COLLAB });
+          const applied = await client.verifyCollabDirectRouting({
+            sipDomain: domain.name,
+            verificationString,
+          });
+          expect(applied.collabDirectRoutingStatus?.verified).toBe(false);
+          expect((await admin.getCollabVerification({ name: domain.name })).verificationRecord).toBe(
+            verificationString,
+          );
+          expect(await admin.acceptCollabVerification({ name: domain.name })).toMatchObject({
+            verificationRecord: verificationString,
+            verified: true,
+          });
+        },
+      );
+
       it("refuses other types with FAILED_PRECONDITION (a malformed string is INVALID_ARGUMENT first)", async () => {
         const standard = await createDomain(await newProject(database.db));
         const good = collabVerificationString(standard.fqdn, DEFAULT_SECRET);
@@ -1063,7 +1087,7 @@ describe.each(testDatabases())("SipDomains on $name", (backend) => {
         );
         expect(errorReason(error)).toBe("NOT_COLLAB_DIRECT_ROUTING");
         await expectInvalid(
-          client.verifyCollabDirectRouting({ sipDomain: standard.name, verificationString: "x" }),
+          client.verifyCollabDirectRouting({ sipDomain: standard.name, verificationString: "" }),
           ["verification_string"],
         );
         for (const call of [

@@ -8,10 +8,12 @@
  *   (COLLAB_SIP_PROXIES), read-only.
  * - the domain's cidr_blocks, the platform's signalling networks
  *   (COLLAB_SIGNALLING_NETWORKS), are shown named COLLAB_BLOCK_DISPLAY_NAME.
- * - VerifyCollabDirectRouting applies a verification string
- *   `collab-verification=<token>` (token: 16 to 128 characters of A-Z a-z
- *   0-9 _ -; anything else is INVALID_ARGUMENT: `isCollabVerificationString`).
- *   The simulated platform accepts it at once when the token is
+ * - VerifyCollabDirectRouting applies the verification string the
+ *   platform's tenant issued, in whatever form the platform uses (a DNS TXT
+ *   value such as `MS=ms12345678`, or the simulated platform's
+ *   `collab-verification=<token>`): anything that can be one DNS TXT
+ *   character-string is recorded (`collabVerificationStringProblem` refuses
+ *   the rest). The simulated platform accepts it at once when the token is
  *   base64url(HMAC-SHA256(COLLAB_VERIFICATION_SECRET, fqdn)) (no padding)
  *   — see `collabVerificationString` and `platformAccepts` — and otherwise
  *   when the operator accepts it (domain.ts).
@@ -24,9 +26,10 @@ export const COLLAB_ALIAS_DISPLAY_NAME = "Collaboration platform SIP proxies";
 /** The display name of the blocks of a collaboration domain. */
 export const COLLAB_BLOCK_DISPLAY_NAME = "Collaboration platform signalling";
 
-/** `collab-verification=<token>`. */
+/** The simulated platform's form: `collab-verification=<token>`. */
 export const COLLAB_VERIFICATION_PREFIX = "collab-verification=";
-const COLLAB_VERIFICATION_STRING = /^collab-verification=[A-Za-z0-9_-]{16,128}$/;
+/** A DNS TXT record's character-string holds at most 255 octets (RFC 1035 3.3). */
+export const TXT_STRING_MAX_BYTES = 255;
 
 /**
  * The verification string the simulated platform issues for (and accepts
@@ -44,6 +47,22 @@ export function platformAccepts(fqdn: string, record: string, secret: string): b
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
-export function isCollabVerificationString(value: string): boolean {
-  return COLLAB_VERIFICATION_STRING.test(value);
+/**
+ * Why `value` cannot be a verification string, or undefined when it can:
+ * platforms issue their own forms (`MS=ms12345678`, `collab-verification=…`,
+ * vendor prefixes), all published as a DNS TXT value, so what one TXT
+ * character-string can hold is accepted and only the rest refused: nothing,
+ * more than 255 octets of UTF-8, or control characters (a TXT value carries
+ * them only escaped, and no tenant issues them).
+ */
+export function collabVerificationStringProblem(value: string): string | undefined {
+  if (value === "") return "is required: the verification string the collaboration platform's tenant issued";
+  if (Buffer.byteLength(value, "utf8") > TXT_STRING_MAX_BYTES) {
+    return `must fit in one DNS TXT character-string: at most ${TXT_STRING_MAX_BYTES} bytes of UTF-8`;
+  }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
+  if (/[\u0000-\u001f\u007f]/.test(value)) {
+    return "must not contain control characters: it is published as a DNS TXT value";
+  }
+  return undefined;
 }

@@ -82,7 +82,7 @@ import {
   COLLAB_ALIAS_DISPLAY_NAME,
   COLLAB_ALIAS_ID,
   COLLAB_BLOCK_DISPLAY_NAME,
-  isCollabVerificationString,
+  collabVerificationStringProblem,
   platformAccepts,
 } from "./collab.js";
 import type { SipDomainsConfig } from "./config.js";
@@ -363,13 +363,8 @@ export class SipDomainsDomain {
 
   /** VerifyCollabDirectRouting; see the file comment. */
   async verifyCollabDirectRouting(ref: ResourceRef, verificationString: string): Promise<SipDomain> {
-    if (!isCollabVerificationString(verificationString)) {
-      throw badField(
-        "verification_string",
-        "must be the string issued by the collaboration platform's tenant: collab-verification=<token>, the token 16 to 128 characters of A-Z, a-z, 0-9, _ and -",
-        "verification_string.format",
-      );
-    }
+    const problem = collabVerificationStringProblem(verificationString);
+    if (problem !== undefined) throw badField("verification_string", problem, "verification_string.format");
     return this.store.transaction(async (s) => {
       const current = await this.liveForUpdate(s, ref);
       this.requireCollab(current);
