@@ -7,13 +7,16 @@
  * gen/); packages stay imports of node_modules (`packages: "external"`), so
  * PGlite finds its WebAssembly and nothing from npm is copied. The SQL
  * migrations are copied beside the bundle, where src/db/client.ts looks for
- * them (`./migrations` relative to the module).
+ * them (`./migrations` relative to the module), and the embedded database's
+ * template is made (dist/pglite-template.tar.gz: initialised, migrated and
+ * seeded, so a first start skips initdb; src/db/embedded-template.ts).
  *
  *   node scripts/build.mjs             build
  *   node scripts/build.mjs --if-stale  build only when a source is newer than dist/
  *
  * Type checking is `npm run typecheck` (tsc); esbuild only strips types.
  */
+import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -52,7 +55,11 @@ rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 await esbuild.build({
   absWorkingDir: root,
-  entryPoints: { server: "src/server.ts", cli: "src/cli.ts" },
+  entryPoints: {
+    server: "src/server.ts",
+    cli: "src/cli.ts",
+    "make-embedded-template": "src/db/make-embedded-template.ts",
+  },
   outdir: out,
   bundle: true,
   packages: "external",
@@ -63,5 +70,14 @@ await esbuild.build({
   logLevel: "warning",
 });
 cpSync(join(root, "src/db/migrations"), join(out, "migrations"), { recursive: true });
+// The embedded database's template: initialised, migrated and seeded once
+// here, so a first start skips initdb (src/db/embedded-template.ts).
+execFileSync(
+  process.execPath,
+  [join(out, "make-embedded-template.js"), join(out, "pglite-template.tar.gz")],
+  {
+    stdio: "inherit",
+  },
+);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);
 console.error(`build: dist/ in ${Math.round(performance.now() - started)} ms`);

@@ -95,7 +95,16 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       config.databaseUrl === undefined
         ? { database: "pglite", dataDir: config.dataDir }
         : { database: "postgres", host: databaseHost(config.databaseUrl) };
-    owned = await step("database opened", where, () => openDatabase(config));
+    const started = performance.now();
+    owned = await openDatabase(config);
+    log.info(
+      {
+        ...where,
+        ...(owned.created ? { created: owned.created } : {}),
+        ms: Math.round(performance.now() - started),
+      },
+      "database opened",
+    );
     db = owned.db;
   }
   try {

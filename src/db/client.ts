@@ -9,6 +9,7 @@
  *   single connection and a query on the outer `db` deadlocks.
  * - Write SQL both PostgreSQL 15 and PGlite (PostgreSQL 18) accept.
  */
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,6 +23,7 @@ import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import type { ExtractTablesWithRelations } from "drizzle-orm/relations";
 import postgres from "postgres";
 import type { Config } from "../config.js";
+import { embeddedTemplateFor } from "./embedded-template.js";
 import * as schema from "./schema/index.js";
 
 export type Schema = typeof schema;
@@ -45,6 +47,8 @@ export interface Database {
   migrate(): Promise<void>;
   /** Closes the connection(s). */
   close(): Promise<void>;
+  /** The embedded database's data directory, when this open created it: from the build's template, or by initdb. */
+  created?: "template" | "initdb";
 }
 
 /** Where drizzle-kit writes migrations (`npm run db:generate`); shipped with the sources. */
@@ -57,8 +61,16 @@ const MIGRATION_LOCK_KEY = 0x5b0a4d;
 export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir">): Promise<Database> {
   if (config.databaseUrl === undefined) {
     const dataDir = join(config.dataDir, "pgdata");
+    // A first start loads the build's template rather than running initdb.
+    const template = embeddedTemplateFor(dataDir);
+    const fresh = !existsSync(join(dataDir, "PG_VERSION"));
     await mkdir(dataDir, { recursive: true });
-    return wrapPglite(await PGlite.create({ dataDir }));
+    const database = wrapPglite(
+      await PGlite.create(template ? { dataDir, loadDataDir: template } : { dataDir }),
+    );
+    if (template) database.created = "template";
+    else if (fresh) database.created = "initdb";
+    return database;
   }
   return openPostgres(config.databaseUrl);
 }

@@ -21,6 +21,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt } from "../support/build.js";
 
 const ROOT = join(import.meta.dirname, "../..");
 
@@ -111,7 +112,7 @@ describe("shell examples of README.md and docs/", () => {
   const session: Record<string, string> = {};
 
   beforeAll(async () => {
-    execFileSync(process.execPath, ["scripts/build.mjs", "--if-stale"], { cwd: ROOT, stdio: "pipe" });
+    await ensureBuilt();
     port = await freePort();
     handlerPort = await freePort();
     server = launch(process.execPath, ["dist/server.js"], {
@@ -133,7 +134,7 @@ describe("shell examples of README.md and docs/", () => {
       }
     }, `the server to be ready:\n${server?.output()}`);
     await until(() => handler.output().includes("listening"), "the example handler");
-  }, 120_000);
+  }, 600_000);
 
   afterAll(() => {
     server?.child.kill("SIGTERM");

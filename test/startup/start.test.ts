@@ -4,15 +4,14 @@
  * log, time to ready, and a clean stop when the signal reaches npm or node.
  * Timings are printed, never asserted (shared, noisy machines).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt, ROOT } from "../support/build.js";
 import { createScratchDatabase } from "../support/db.js";
-
-const ROOT = join(import.meta.dirname, "../..");
 
 /** A port nobody listens on right now. */
 function freePort(): Promise<number> {
@@ -97,9 +96,7 @@ function childrenOf(pid: number): number[] {
   }
 }
 
-beforeAll(() => {
-  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: ROOT, stdio: "pipe" });
-});
+beforeAll(ensureBuilt, 600_000);
 
 describe("npm start (compiled, embedded database)", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "sb-start-"));
@@ -130,6 +127,9 @@ describe("npm start (compiled, embedded database)", () => {
     ]) {
       expect(msgs).toContain(step);
     }
+    // The data directory came from the build's template (no initdb), already seeded.
+    expect(logLines(out).find((l) => l.msg === "database opened")?.created).toBe("template");
+    expect(msgs.some((m) => m.startsWith("demo inventory added"))).toBe(false);
     const listening = logLines(out).find((l) => l.msg === "switchboard listening");
     expect(listening?.url).toBe(s.url);
     const token = readFileSync(join(dataDir, "operator-token"), "utf8").trim();
@@ -152,6 +152,7 @@ describe("npm start (compiled, embedded database)", () => {
     console.info(`restart on the embedded database: ready in ${Math.round(readyMs)} ms`);
     const token = readFileSync(join(dataDir, "operator-token"), "utf8").trim();
     expect(s.output()).not.toContain(token);
+    expect(logLines(s.output()).find((l) => l.msg === "database opened")?.created).toBeUndefined();
     // The demo inventory was complete: nothing added the second time.
     expect(logLines(s.output()).some((l) => l.msg.startsWith("demo inventory added"))).toBe(false);
     s.child.kill("SIGINT");
