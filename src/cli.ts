@@ -4,25 +4,47 @@
  * operator token. `switchboard --help` lists the commands; docs/cli.md
  * shows each with an example.
  *
- * Imports only generated clients, @bufbuild/protobuf and connect-node (no
- * server code), so that it starts fast. The commands live in src/cli/, one
- * file per area.
+ * Fast to start: no server code is imported, and a command group's module
+ * (with its generated code, @bufbuild/protobuf and connect-node) is loaded
+ * only when the group is named, so `switchboard --help` loads none of them.
+ * The commands live in src/cli/, one file per area.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
-import { adminCommands } from "./cli/admin.js";
-import { type Command, UsageError } from "./cli/command.js";
+import { type Group, UsageError } from "./cli/command.js";
 import { type CliIo, dispatch, NoCommandError } from "./cli/dispatch.js";
-import { numberingCommands } from "./cli/numbering.js";
-import { simulatorCommands } from "./cli/simulator.js";
-import { voiceCommands } from "./cli/voice.js";
 
 export { UsageError } from "./cli/command.js";
 
-export const commands: readonly Command[] = [
-  ...adminCommands,
-  ...numberingCommands,
-  ...voiceCommands,
-  ...simulatorCommands,
+const admin = () => import("./cli/admin.js").then((m) => m.adminCommands);
+const numbering = () => import("./cli/numbering.js").then((m) => m.numberingCommands);
+const voice = () => import("./cli/voice.js").then((m) => m.voiceCommands);
+const simulator = () => import("./cli/simulator.js").then((m) => m.simulatorCommands);
+
+/** The command groups, each loaded (with its generated code) only when named. */
+export const groups: readonly Group[] = [
+  { name: "projects", summary: "projects: create, list, get, delete", load: admin },
+  { name: "keys", summary: "API keys and their bindings to projects", load: admin },
+  { name: "signing-key", summary: "a project's webhook signing key: get, rotate", load: admin },
+  { name: "inventory", summary: "the number inventory: add blocks, search", load: numbering },
+  {
+    name: "numbers",
+    summary: "a project's phone numbers: list, get, provision a range, port-in, suspend, resume",
+    load: numbering,
+  },
+  { name: "listings", summary: "a project's regulatory listings: list, get, review", load: numbering },
+  {
+    name: "sip-domains",
+    summary: "SIP domains: list, get, domain-optional mode, collaboration verification",
+    load: voice,
+  },
+  { name: "calls", summary: "a project's calls: list, get", load: voice },
+  { name: "recordings", summary: "a project's call recordings: list, get", load: voice },
+  { name: "messages", summary: "a project's messages: list, get", load: voice },
+  {
+    name: "simulator",
+    summary: "the carrier simulator: routes, incoming calls and messages",
+    load: simulator,
+  },
+  { name: "webhooks", summary: "a project's webhook deliveries: list", load: simulator },
 ];
 
 /**
@@ -34,25 +56,30 @@ export async function runCli(
   env: NodeJS.ProcessEnv = process.env,
   out: (text: string) => void = (text) => process.stdout.write(`${text}\n`),
 ): Promise<void> {
-  await dispatch(commands, argv, { env, out });
+  await dispatch(groups, argv, { env, out });
 }
 
-/** `NOT_FOUND` from Code.NotFound: the canonical name of google.rpc.Code. */
-export function codeName(code: Code): string {
-  return (Code[code] ?? "UNKNOWN").replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+/** `NOT_FOUND` from `NotFound`: the canonical name of a google.rpc.Code. */
+function canonical(name: string | undefined): string {
+  return (name ?? "UNKNOWN").replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 }
 
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, "; ").trim();
 }
 
-/** The single stderr line for an error, and the exit code: 2 for usage, 1 otherwise. */
-export function describeError(err: unknown, url?: string): { line: string; code: number } {
+/**
+ * The single stderr line for an error, and the exit code: 2 for usage, 1
+ * otherwise. (@connectrpc/connect is loaded here, not up front: help and
+ * usage errors never need it.)
+ */
+export async function describeError(err: unknown, url?: string): Promise<{ line: string; code: number }> {
   if (err instanceof UsageError) {
     const help =
       err.command === undefined ? "" : ` (see 'switchboard ${err.command}${err.command ? " " : ""}--help')`;
     return { line: `error: ${oneLine(err.message)}${help}`, code: 2 };
   }
+  const { Code, ConnectError } = await import("@connectrpc/connect");
   if (err instanceof ConnectError) {
     const hint =
       err.code === Code.Unavailable
@@ -60,7 +87,7 @@ export function describeError(err: unknown, url?: string): { line: string; code:
         : err.code === Code.Unauthenticated
           ? " (check --token)"
           : "";
-    return { line: `error: ${codeName(err.code)}: ${oneLine(err.rawMessage)}${hint}`, code: 1 };
+    return { line: `error: ${canonical(Code[err.code])}: ${oneLine(err.rawMessage)}${hint}`, code: 1 };
   }
   return { line: `error: ${oneLine(err instanceof Error ? err.message : String(err))}`, code: 1 };
 }
@@ -81,14 +108,14 @@ export async function main(
   const stderr = io.stderr ?? ((text) => process.stderr.write(`${text}\n`));
   const cli: CliIo = { env, out: stdout };
   try {
-    await dispatch(commands, argv, cli);
+    await dispatch(groups, argv, cli);
     return 0;
   } catch (err) {
     if (err instanceof NoCommandError) {
       stderr(err.message);
       return 2;
     }
-    const { line, code } = describeError(err, cli.url);
+    const { line, code } = await describeError(err, cli.url);
     stderr(line);
     return code;
   }

@@ -14,8 +14,6 @@ import {
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { UsageError } from "./command.js";
 
-export const DEFAULT_URL = "http://127.0.0.1:8080";
-
 export interface Client {
   /** The server's base URL. */
   readonly url: string;

@@ -64,9 +64,9 @@ export interface Command {
   run(inv: Invocation): Promise<Output>;
 }
 
-/** Defines a command group: `group("keys", "API keys", [...])` prefixes each command's path. */
+/** A group of commands (their first word), loaded only when named. */
 export interface Group {
   name: string;
   summary: string;
-  commands: readonly Command[];
+  load(): Promise<readonly Command[]>;
 }

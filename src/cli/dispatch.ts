@@ -4,10 +4,11 @@
  * runs it.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { connect, DEFAULT_URL, operatorToken } from "./client.js";
-import type { Command, OptionSpec, Values } from "./command.js";
+import type { Command, Group, OptionSpec, Values } from "./command.js";
 import { UsageError } from "./command.js";
-import { render } from "./output.js";
+
+/** The default of --url. */
+export const DEFAULT_URL = "http://127.0.0.1:8080";
 
 export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   url: {
@@ -121,21 +122,52 @@ export interface CliIo {
   url?: string;
 }
 
-export async function dispatch(
-  commands: readonly Command[],
-  argv: readonly string[],
-  io: CliIo,
-): Promise<void> {
+/** Help for the whole CLI: the groups. */
+export function topHelp(groups: readonly Group[]): string {
+  const width = Math.max(...groups.map((g) => g.name.length));
+  return [
+    "usage: switchboard <group> <command> [arguments] [options]",
+    "",
+    "Groups:",
+    ...groups.map((g) => `  ${g.name.padEnd(width)}  ${g.summary}`),
+    "",
+    "Global options:",
+    ...optionLines(GLOBAL_OPTIONS),
+    "",
+    "Run 'switchboard <group> --help' for its commands, 'switchboard <group> <command> --help'",
+    "for a command's arguments and options. Exit codes: 0 done, 1 the server or network",
+    "failed, 2 bad usage.",
+  ].join("\n");
+}
+
+/** The first word of argv that is not an option (or an option's value). */
+function firstWord(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === "--") return argv[i + 1];
+    if (!token.startsWith("-")) return token;
+    if (!token.includes("=") && GLOBAL_OPTIONS[token.replace(/^--?/, "")]?.type === "string") i++;
+  }
+  return undefined;
+}
+
+export async function dispatch(groups: readonly Group[], argv: readonly string[], io: CliIo): Promise<void> {
+  const wantsHelp = argv.some((t) => t === "--help" || t === "-h");
+  const word = firstWord(argv);
+  if (word === undefined) {
+    if (wantsHelp) return io.out(topHelp(groups));
+    if (argv.length === 0) throw new NoCommandError(topHelp(groups));
+    // Options only: check them, then say a command is missing.
+    parseOptions(GLOBAL_OPTIONS, [...argv], "");
+    throw new UsageError("missing command", "");
+  }
+  const group = groups.find((g) => g.name === word);
+  if (!group) throw new UsageError(`unknown command: ${word}`, "");
+  // Only the named group's commands are loaded (with their generated code).
+  const commands = await group.load();
   const { command, words, rest } = resolve(commands, argv);
-  const wantsHelp = rest.some((t) => t === "--help" || t === "-h");
   if (!command) {
     if (wantsHelp) return io.out(groupHelp(commands, words));
-    if (words.length === 0 && rest.length === 0) throw new NoCommandError(groupHelp(commands, []));
-    if (words.length === 0) {
-      // Options only: check them, then say a command is missing.
-      parseOptions(GLOBAL_OPTIONS, rest, "");
-      throw new UsageError("missing command", "");
-    }
     throw new UsageError(`missing command after '${words.join(" ")}'`, words.join(" "));
   }
   const name = command.path.join(" ");
@@ -151,8 +183,11 @@ export async function dispatch(
   }
   const url = (values.url as string | undefined) ?? io.env.SWITCHBOARD_URL ?? DEFAULT_URL;
   io.url = url;
+  // Loaded only to run a command: help never pays for connect-node.
+  const { connect, operatorToken } = await import("./client.js");
   const client = connect(url, () => operatorToken(values.token as string | undefined, io.env));
   const output = await command.run({ args: positionals, values, client });
+  const { render } = await import("./output.js");
   io.out(render(output, values.json === true));
 }
 
