@@ -5,6 +5,7 @@
  * voice and simulator commands are in cli-data.test.ts.
  */
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -64,6 +65,17 @@ describe("switchboard CLI usage", () => {
     const routes = await cli(["simulator", "routes", "--help"]);
     expect(routes.stdout).toMatch(/^usage: switchboard simulator routes <command>/);
     expect(routes.stdout).not.toContain("incoming-call");
+  });
+
+  it("documents every command, with an example, in docs/cli.md", async () => {
+    const doc = readFileSync(fileURLToPath(new URL("../../docs/cli.md", import.meta.url)), "utf8");
+    for (const c of await allCommands()) {
+      const heading = `### \`switchboard ${[...c.path, ...(c.args ?? [])].join(" ")}\``;
+      expect(doc, heading).toContain(heading);
+      const section = doc.slice(doc.indexOf(heading)).split("\n### ")[0]!;
+      expect(section, heading).toContain(`switchboard ${c.path.join(" ")}`);
+      expect(section, heading).toMatch(/```sh\nswitchboard /);
+    }
   });
 
   it.each([
