@@ -5,7 +5,8 @@
  * voice and simulator commands are in cli-data.test.ts.
  */
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -65,6 +66,25 @@ describe("switchboard CLI usage", () => {
     const routes = await cli(["simulator", "routes", "--help"]);
     expect(routes.stdout).toMatch(/^usage: switchboard simulator routes <command>/);
     expect(routes.stdout).not.toContain("incoming-call");
+  });
+
+  it("imports no server code: only its own modules, generated code, protobuf-es and connect", () => {
+    const src = fileURLToPath(new URL("../../src/", import.meta.url));
+    const files = ["cli.ts", ...readdirSync(join(src, "cli")).map((f) => `cli/${f}`)];
+    const allowed =
+      /^(\.\/cli\/|\.\/|(\.\.\/)+gen\/|node:|@bufbuild\/protobuf(\/|$)|@connectrpc\/connect(-node)?$)/;
+    for (const file of files) {
+      const text = readFileSync(join(src, file), "utf8");
+      const specifiers = [...text.matchAll(/\bfrom\s+"([^"]+)";|\bimport\("([^"]+)"\)/g)].map(
+        (m) => (m[1] ?? m[2])!,
+      );
+      expect(specifiers.length, file).toBeGreaterThan(0);
+      for (const s of specifiers) {
+        expect(s, `${file} imports ${s}`).toMatch(allowed);
+        if (file === "cli.ts")
+          expect(s, `${file} imports ${s}`).toMatch(/^(\.\/cli\/|@connectrpc\/connect$)/);
+      }
+    }
   });
 
   it("documents every command, with an example, in docs/cli.md", async () => {
