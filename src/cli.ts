@@ -104,6 +104,13 @@ export async function main(
   io: MainIo = {},
 ): Promise<number> {
   const env = io.env ?? process.env;
+  if (!io.stdout) {
+    // `switchboard calls list acme | head`: a reader that stops early is not an error.
+    process.stdout.once("error", (err: NodeJS.ErrnoException) => {
+      if (err.code !== "EPIPE") throw err;
+      process.exit(0);
+    });
+  }
   const stdout = io.stdout ?? ((text) => process.stdout.write(`${text}\n`));
   const stderr = io.stderr ?? ((text) => process.stderr.write(`${text}\n`));
   const cli: CliIo = { env, out: stdout };
