@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { dispatch } from "../../src/cli/dispatch.js";
 import { groups } from "../../src/cli.js";
 import { TEST_OPERATOR_TOKEN } from "../support/app.js";
 import { testDatabases } from "../support/db.js";
@@ -66,6 +67,24 @@ describe("switchboard CLI usage", () => {
     const routes = await cli(["simulator", "routes", "--help"]);
     expect(routes.stdout).toMatch(/^usage: switchboard simulator routes <command>/);
     expect(routes.stdout).not.toContain("incoming-call");
+  });
+
+  it("loads no command group for the top-level help, and only the named group for a command", async () => {
+    const loaded: string[] = [];
+    const spied = groups.map((g) => ({
+      ...g,
+      load: () => {
+        loaded.push(g.name);
+        return g.load();
+      },
+    }));
+    const out: string[] = [];
+    const io = { env: {}, out: (t: string) => out.push(t) };
+    await dispatch(spied, ["--help"], io);
+    await expect(dispatch(spied, [], io)).rejects.toThrow(/^usage: switchboard/);
+    expect(loaded).toEqual([]);
+    await dispatch(spied, ["calls", "list", "--help"], io);
+    expect(loaded).toEqual(["calls"]);
   });
 
   it("imports no server code: only its own modules, generated code, protobuf-es and connect", () => {
