@@ -1,207 +1,129 @@
 /**
  * `switchboard` — the operator's command line. Talks to a running server
- * through the admin API (Connect protocol) with the operator token.
+ * through the admin API and the public API (Connect protocol) with the
+ * operator token. `switchboard --help` lists the commands; docs/cli.md
+ * shows each with an example.
  *
- *   switchboard projects create <id> [--display-name NAME]
- *   switchboard projects list | get <id> | delete <id>
- *   switchboard keys create --project <id> [--project <id>...] [--role R...] [--permission P...] [--display-name NAME]
- *   switchboard keys list | get <key> | disable <key> | enable <key> | delete <key>
- *   switchboard signing-key get <project> | rotate <project>
- *
- * Options: --url (SWITCHBOARD_URL, default http://127.0.0.1:8080), --token
- * (SWITCHBOARD_OPERATOR_TOKEN, else DATA_DIR/operator-token of a local
- * embedded server).
+ * Fast to start: no server code is imported, and a command group's module
+ * (with its generated code, @bufbuild/protobuf and connect-node) is loaded
+ * only when the group is named, so `switchboard --help` loads none of them.
+ * The commands live in src/cli/, one file per area.
  */
-import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
-import { create, type DescMessage, type MessageShape, toJsonString } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import {
-  ApiKeySchema,
-  ApiKeys,
-  BindingSchema,
-  CreateApiKeyResponseSchema,
-} from "../gen/switchboard/admin/v1/api_keys_pb.js";
-import { ProjectSchema, Projects, SigningKeySchema } from "../gen/switchboard/admin/v1/projects_pb.js";
+import { type Group, UsageError } from "./cli/command.js";
+import { type CliIo, dispatch, NoCommandError } from "./cli/dispatch.js";
 
-export class UsageError extends Error {}
+export { UsageError } from "./cli/command.js";
 
-const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
+const admin = () => import("./cli/admin.js").then((m) => m.adminCommands);
+const numbering = () => import("./cli/numbering.js").then((m) => m.numberingCommands);
+const voice = () => import("./cli/voice.js").then((m) => m.voiceCommands);
+const simulator = () => import("./cli/simulator.js").then((m) => m.simulatorCommands);
 
-  projects create <id> [--display-name NAME]
-  projects list
-  projects get <id>
-  projects delete <id>
-  keys create --project <id> [--project <id> ...] [--role ROLE ...] [--permission PERM ...] [--display-name NAME]
-  keys list
-  keys get <key>
-  keys disable <key>
-  keys enable <key>
-  keys delete <key>
-  signing-key get <project>
-  signing-key rotate <project>
+/** The command groups, each loaded (with its generated code) only when named. */
+export const groups: readonly Group[] = [
+  { name: "projects", summary: "projects: create, list, get, delete", load: admin },
+  { name: "keys", summary: "API keys and their bindings to projects", load: admin },
+  { name: "signing-key", summary: "a project's webhook signing key: get, rotate", load: admin },
+  { name: "inventory", summary: "the number inventory: add blocks, search", load: numbering },
+  {
+    name: "numbers",
+    summary: "a project's phone numbers: list, get, provision a range, port-in, suspend, resume",
+    load: numbering,
+  },
+  { name: "listings", summary: "a project's regulatory listings: list, get, review", load: numbering },
+  {
+    name: "sip-domains",
+    summary: "SIP domains: list, get, domain-optional mode, collaboration verification",
+    load: voice,
+  },
+  { name: "calls", summary: "a project's calls: list, get", load: voice },
+  { name: "recordings", summary: "a project's call recordings: list, get", load: voice },
+  { name: "messages", summary: "a project's messages: list, get", load: voice },
+  {
+    name: "simulator",
+    summary: "the carrier simulator: routes, incoming calls and messages",
+    load: simulator,
+  },
+  { name: "webhooks", summary: "a project's webhook deliveries: list", load: simulator },
+];
 
-Roles: roles/owner, roles/viewer, roles/numbering.admin, roles/voice.admin,
-roles/messaging.admin, roles/webhooks.verifier.`;
-
-function operatorToken(explicit: string | undefined, env: NodeJS.ProcessEnv): string {
-  if (explicit) return explicit;
-  if (env.SWITCHBOARD_OPERATOR_TOKEN) return env.SWITCHBOARD_OPERATOR_TOKEN;
-  try {
-    return readFileSync(join(resolve(env.DATA_DIR || "./data"), "operator-token"), "utf8").trim();
-  } catch {
-    throw new UsageError("no operator token: pass --token or set SWITCHBOARD_OPERATOR_TOKEN");
-  }
-}
-
-function print<D extends DescMessage>(desc: D, msg: MessageShape<D>, out: (s: string) => void): void {
-  out(toJsonString(desc, msg, { prettySpaces: 2 }));
-}
-
-function keyName(arg: string | undefined): string {
-  if (!arg) throw new UsageError("missing key id");
-  return arg.startsWith("apiKeys/") ? arg : `apiKeys/${arg}`;
-}
-
-function projectName(arg: string | undefined): string {
-  if (!arg) throw new UsageError("missing project id");
-  return arg.startsWith("projects/") ? arg : `projects/${arg}`;
-}
-
+/**
+ * Runs one command, writing its output (or help) through `out`. Throws
+ * UsageError for bad usage and ConnectError for the server's errors.
+ */
 export async function runCli(
-  argv: string[],
+  argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
-  out: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+  out: (text: string) => void = (text) => process.stdout.write(`${text}\n`),
 ): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      url: { type: "string" },
-      token: { type: "string" },
-      "display-name": { type: "string" },
-      project: { type: "string", multiple: true },
-      role: { type: "string", multiple: true },
-      permission: { type: "string", multiple: true },
-      help: { type: "boolean", short: "h" },
-    },
-  });
-  const [area, verb, arg] = positionals;
-  if (values.help || !area) {
-    out(USAGE);
-    return;
-  }
-  const baseUrl = values.url ?? env.SWITCHBOARD_URL ?? "http://127.0.0.1:8080";
-  const token = operatorToken(values.token, env);
-  const auth: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
-  const transport = createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [auth] });
-  const projects = createClient(Projects, transport);
-  const keys = createClient(ApiKeys, transport);
-
-  switch (`${area} ${verb ?? ""}`) {
-    case "projects create": {
-      if (!arg) throw new UsageError("usage: projects create <id> [--display-name NAME]");
-      const p = await projects.createProject({
-        projectId: arg,
-        project: { displayName: values["display-name"] ?? "" },
-      });
-      return print(ProjectSchema, p, out);
-    }
-    case "projects list": {
-      let pageToken = "";
-      do {
-        const page = await projects.listProjects({ pageSize: 100, pageToken });
-        for (const p of page.projects) print(ProjectSchema, p, out);
-        pageToken = page.nextPageToken;
-      } while (pageToken);
-      return;
-    }
-    case "projects get":
-      return print(ProjectSchema, await projects.getProject({ name: projectName(arg) }), out);
-    case "projects delete":
-      return print(ProjectSchema, await projects.deleteProject({ name: projectName(arg) }), out);
-    case "keys create": {
-      const projectIds = values.project ?? [];
-      if (projectIds.length === 0) throw new UsageError("keys create needs at least one --project");
-      const roles = values.role ?? [];
-      const permissions = values.permission ?? [];
-      if (roles.length === 0 && permissions.length === 0) {
-        throw new UsageError("keys create needs at least one --role or --permission");
-      }
-      const apiKey = create(ApiKeySchema, {
-        displayName: values["display-name"] ?? "",
-        bindings: projectIds.map((p) =>
-          create(BindingSchema, { project: projectName(p), roles, permissions }),
-        ),
-      });
-      const res = await keys.createApiKey({ apiKey });
-      return print(CreateApiKeyResponseSchema, res, out);
-    }
-    case "keys list": {
-      let pageToken = "";
-      do {
-        const page = await keys.listApiKeys({ pageSize: 100, pageToken });
-        for (const k of page.apiKeys) print(ApiKeySchema, k, out);
-        pageToken = page.nextPageToken;
-      } while (pageToken);
-      return;
-    }
-    case "keys get":
-      return print(ApiKeySchema, await keys.getApiKey({ name: keyName(arg) }), out);
-    case "keys disable":
-    case "keys enable": {
-      const k = await keys.updateApiKey({
-        apiKey: { name: keyName(arg), disabled: verb === "disable" },
-        updateMask: { paths: ["disabled"] },
-      });
-      return print(ApiKeySchema, k, out);
-    }
-    case "keys delete":
-      await keys.deleteApiKey({ name: keyName(arg) });
-      out(`deleted ${keyName(arg)}`);
-      return;
-    case "signing-key get":
-      return print(
-        SigningKeySchema,
-        await projects.getSigningKey({ name: `${projectName(arg)}/signingKey` }),
-        out,
-      );
-    case "signing-key rotate":
-      return print(
-        SigningKeySchema,
-        await projects.rotateSigningKey({ name: `${projectName(arg)}/signingKey` }),
-        out,
-      );
-    default:
-      throw new UsageError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
-  }
+  await dispatch(groups, argv, { env, out });
 }
 
-export async function main(argv = process.argv.slice(2)): Promise<number> {
+/** `NOT_FOUND` from `NotFound`: the canonical name of a google.rpc.Code. */
+function canonical(name: string | undefined): string {
+  return (name ?? "UNKNOWN").replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, "; ").trim();
+}
+
+/**
+ * The single stderr line for an error, and the exit code: 2 for usage, 1
+ * otherwise. (@connectrpc/connect is loaded here, not up front: help and
+ * usage errors never need it.)
+ */
+export async function describeError(err: unknown, url?: string): Promise<{ line: string; code: number }> {
+  if (err instanceof UsageError) {
+    const help =
+      err.command === undefined ? "" : ` (see 'switchboard ${err.command}${err.command ? " " : ""}--help')`;
+    return { line: `error: ${oneLine(err.message)}${help}`, code: 2 };
+  }
+  const { Code, ConnectError } = await import("@connectrpc/connect");
+  if (err instanceof ConnectError) {
+    const hint =
+      err.code === Code.Unavailable
+        ? ` (is the server running${url ? ` at ${url}` : ""}? see --url)`
+        : err.code === Code.Unauthenticated
+          ? " (check --token)"
+          : "";
+    return { line: `error: ${canonical(Code[err.code])}: ${oneLine(err.rawMessage)}${hint}`, code: 1 };
+  }
+  return { line: `error: ${oneLine(err instanceof Error ? err.message : String(err))}`, code: 1 };
+}
+
+export interface MainIo {
+  env?: NodeJS.ProcessEnv;
+  stdout?: (text: string) => void;
+  stderr?: (text: string) => void;
+}
+
+/** Runs the CLI and returns its exit code: 0 done, 1 the server or network failed, 2 bad usage. */
+export async function main(
+  argv: readonly string[] = process.argv.slice(2),
+  io: MainIo = {},
+): Promise<number> {
+  const env = io.env ?? process.env;
+  if (!io.stdout) {
+    // `switchboard calls list acme | head`: a reader that stops early is not an error.
+    process.stdout.once("error", (err: NodeJS.ErrnoException) => {
+      if (err.code !== "EPIPE") throw err;
+      process.exit(0);
+    });
+  }
+  const stdout = io.stdout ?? ((text) => process.stdout.write(`${text}\n`));
+  const stderr = io.stderr ?? ((text) => process.stderr.write(`${text}\n`));
+  const cli: CliIo = { env, out: stdout };
   try {
-    await runCli(argv);
+    await dispatch(groups, argv, cli);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`${err.message}\n`);
+    if (err instanceof NoCommandError) {
+      stderr(err.message);
       return 2;
     }
-    if (err instanceof ConnectError) {
-      const hint =
-        err.code === Code.Unavailable
-          ? " (is the server running? pass --url)"
-          : err.code === Code.Unauthenticated
-            ? " (check --token)"
-            : "";
-      process.stderr.write(`error: ${Code[err.code]}: ${err.rawMessage}${hint}\n`);
-      return 1;
-    }
-    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 1;
+    const { line, code } = await describeError(err, cli.url);
+    stderr(line);
+    return code;
   }
 }
