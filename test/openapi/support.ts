@@ -10,7 +10,7 @@ import { type DescService, getOption, hasOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents are walked freely in tests
 export type Json = Record<string, any>;
