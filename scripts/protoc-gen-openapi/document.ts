@@ -98,10 +98,16 @@ export function buildDocument(services: readonly DescService[], ext: Extensions,
         if (operationIds.has(id)) id = `${service.typeName.replaceAll(".", "_")}_${method.name}_${i}`;
         operationIds.add(id);
         op.operation.operationId = id;
+        // OpenAPI: paths of the same shape with other parameter names are
+        // the same path; take the names already in use.
+        const shape = op.path.replace(/\{[^}]+\}/g, "{}");
+        const existing = Object.keys(paths).find((p) => p.replace(/\{[^}]+\}/g, "{}") === shape);
+        if (existing !== undefined && existing !== op.path) renameParameters(op, existing);
         const item = paths[op.path] ?? {};
         if (item[op.method] !== undefined) {
           throw new Error(
-            `${method.parent.typeName}.${method.name}: ${op.method} ${op.path} is mapped twice`,
+            `${method.parent.typeName}.${method.name}: ${op.method.toUpperCase()} ${op.path} is already ` +
+              `${(item[op.method] as Schema).operationId} (OpenAPI cannot tell \`*\` from \`**\` apart)`,
           );
         }
         item[op.method] = op.operation;
@@ -130,6 +136,17 @@ export function buildDocument(services: readonly DescService[], ext: Extensions,
       schemas: { Error: errorSchema(), ...schemas.components() },
     },
   };
+}
+
+/** Gives `op` the path `to` (same shape), renaming its path parameters in order. */
+function renameParameters(op: Operation, to: string): void {
+  const from = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
+  const names = [...to.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
+  const rename = new Map(from.map((name, i) => [name, names[i]!]));
+  for (const p of (op.operation.parameters ?? []) as Schema[]) {
+    if (p.in === "path" && typeof p.name === "string") p.name = rename.get(p.name) ?? p.name;
+  }
+  op.path = to;
 }
 
 function errorSchema(): Schema {
@@ -251,10 +268,11 @@ function operation(
   return { method: verb, path, operation: op };
 }
 
-/** `calls` -> `call`, `aliases` -> `alias`, `regulatoryListings` -> `regulatoryListing`. */
+/** `calls` -> `call`, `aliases` -> `alias`, `shelves` -> `shelf`, `regulatoryListings` -> `regulatoryListing`. */
 export function singular(word: string): string {
   if (/(alias|status|address)es$/.test(word)) return word.slice(0, -2);
   if (/ies$/.test(word)) return `${word.slice(0, -3)}y`;
+  if (/elves$/.test(word)) return `${word.slice(0, -3)}f`;
   if (/(x|ch|sh)es$/.test(word)) return word.slice(0, -2);
   if (/[^s]s$/.test(word)) return word.slice(0, -1);
   return word;
@@ -296,8 +314,9 @@ function pathParameters(
         ? 1
         : template.segments.slice(v.start, v.end).filter((s) => s.kind !== "literal").length;
     let name: string;
-    if (v !== undefined && prev?.kind === "literal" && i > v.start) name = singular(prev.value);
-    else if (wildcards === 1) name = jsonPath;
+    if (seg.kind === "wildcard" && v !== undefined && prev?.kind === "literal" && i > v.start) {
+      name = singular(prev.value);
+    } else if (wildcards === 1 || seg.kind === "deep") name = jsonPath;
     else name = `${jsonPath}${i}`;
     names[i] = unique(name);
     return `{${names[i]}}`;
