@@ -12,7 +12,15 @@ import { type App, build } from "../../src/server.js";
 import { DOCS_CSP } from "../../src/transport/openapi.js";
 import { testConfig } from "../support/app.js";
 import { pglite, useTestDatabase } from "../support/db.js";
-import { type Json, loadDocument, root } from "./support.js";
+import {
+  documentOf,
+  httpBindings,
+  type Json,
+  loadDocument,
+  openapiShape,
+  root,
+  templateShape,
+} from "./support.js";
 
 const ORIGIN = "https://app.example.com";
 
@@ -88,6 +96,20 @@ describe("OpenAPI over HTTP", () => {
     const slash = await fetch(`${base}/docs/`, { redirect: "manual" });
     expect(slash.status).toBe(301);
     expect(new URL(slash.headers.get("location")!, `${base}/docs/`).pathname).toBe("/docs");
+  });
+
+  it("documents every google.api.http binding of every service the app serves", () => {
+    const bindings = httpBindings(app!.services.map((s) => s.desc));
+    expect(bindings.length).toBeGreaterThan(40);
+    const missing = bindings.filter((b) => {
+      const doc = loadDocument(documentOf(b.service));
+      return !Object.entries(doc.paths as Record<string, Json>).some(
+        ([path, item]) =>
+          openapiShape(path) === templateShape(b.template) &&
+          String(item[b.httpMethod]?.operationId ?? "").startsWith(`${b.service.name}_${b.method}`),
+      );
+    });
+    expect(missing.map((b) => `${b.service.typeName}.${b.method} ${b.template}`)).toEqual([]);
   });
 
   it("routes every documented operation (401 UNAUTHENTICATED without credentials, never 404)", async () => {
