@@ -30,6 +30,7 @@ import { chainFallbacks, type Fallback } from "./transport/fallback.js";
 import { withGrpcMessageEncoding } from "./transport/grpc-message.js";
 import { createHealthHttp, createHealthService, HealthStatus } from "./transport/health.js";
 import { createOnePortServer, type OnePortServer } from "./transport/one-port.js";
+import { createOpenApiHttp } from "./transport/openapi.js";
 import { createReflectionServices } from "./transport/reflection.js";
 import { createRestHandler, writeNotFound } from "./transport/rest/index.js";
 import type { NodeHandlerFn } from "./transport/types.js";
@@ -164,6 +165,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const fallbacks: Fallback[] = [
     // GET /healthz, /readyz (ready when the database answers)
     createHealthHttp(health, { readiness: options.readiness ?? (() => databaseAnswers(database)) }),
+    // GET /openapi.json, /admin/openapi.json and the reference page /docs (no credentials)
+    createOpenApiHttp(),
     // GET signed recording audio links (src/recordings/links.ts)
     recordingAudioRoute(recordings),
     // google.api.http paths, through the same services and interceptors

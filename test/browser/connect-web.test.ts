@@ -1,6 +1,6 @@
 /**
- * connect-web in real headless Chromium (Debian `chromium`, driven by
- * playwright-core; .ci/run installs it and exports CHROMIUM_PATH): a page on
+ * connect-web in real headless Chromium (the npm build of @sparticuz/chromium,
+ * or CHROMIUM_PATH; see test/support/chromium.ts), driven by playwright-core: a page on
  * one origin calls the API on another over Connect (JSON) and gRPC-Web, so
  * every call goes through a CORS preflight, and error details must cross
  * CORS too (the Connect JSON error body; Grpc-Status-Details-Bin exposed).
@@ -9,35 +9,23 @@
  * server of its own: `http://localhost:<port>` while the API is at
  * `http://127.0.0.1:<port>`, two origins.
  *
- * Without Chromium this test FAILS (it never skips): CI installs it.
+ * Without Chromium this test FAILS (it never skips).
  */
-import { existsSync } from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../../src/db/client.js";
 import { type App, build } from "../../src/server.js";
 import { newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
+import { launchChromium } from "../support/chromium.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import type { PageApi, Protocol, RunInput, RunResult } from "./page.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-proxy-server",
-];
 /** Not the page's origin: the API app that must refuse it. */
 const OTHER_ORIGIN = "https://app.example.com";
 
@@ -97,17 +85,6 @@ async function startApi(db: Db, origins: string): Promise<{ app: App; baseUrl: s
   const app = await build({ config: testConfig({ CORS_ALLOWED_ORIGINS: origins }), db });
   const address = await app.listen(0, "127.0.0.1");
   return { app, baseUrl: `http://127.0.0.1:${address.port}` };
-}
-
-async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(
-      `Chromium is not installed: no executable at ${CHROMIUM_PATH}. ` +
-        "Install the Debian package (apt-get install -y chromium) or set CHROMIUM_PATH; .ci/run does this.",
-    );
-  }
-  // launch() gives the browser a fresh temporary user data dir and removes it on close().
-  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 30_000 });
 }
 
 describe.each(testDatabases().slice(0, 1))("connect-web in headless Chromium ($name)", (backend) => {
