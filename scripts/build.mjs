@@ -7,7 +7,8 @@
  * gen/); packages stay imports of node_modules (`packages: "external"`), so
  * PGlite finds its WebAssembly and nothing from npm is copied. The SQL
  * migrations are copied beside the bundle, where src/db/client.ts looks for
- * them (`./migrations` relative to the module), and the embedded database's
+ * them (`./migrations` relative to the module), likewise the OpenAPI documents
+ * (`./openapi`), and the embedded database's
  * template is made (dist/pglite-template.tar.gz: initialised, migrated and
  * seeded, so a first start skips initdb; src/db/embedded-template.ts).
  *
@@ -70,6 +71,8 @@ await esbuild.build({
   logLevel: "warning",
 });
 cpSync(join(root, "src/db/migrations"), join(out, "migrations"), { recursive: true });
+// The OpenAPI documents buf generate made, served at /openapi.json (src/transport/openapi.ts).
+cpSync(join(root, "gen/openapi"), join(out, "openapi"), { recursive: true });
 // The embedded database's template: initialised, migrated and seeded once
 // here, so a first start skips initdb (src/db/embedded-template.ts).
 execFileSync(

@@ -14,6 +14,7 @@
  * Files are read on first use and kept in memory with a strong ETag.
  */
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -21,7 +22,16 @@ import { fileURLToPath } from "node:url";
 import type { Fallback } from "./fallback.js";
 import type { NodeServerRequest, NodeServerResponse } from "./types.js";
 
-const GEN_OPENAPI = fileURLToPath(new URL("../../gen/openapi/", import.meta.url));
+/**
+ * Where the documents are: beside the bundle when running the build
+ * (dist/openapi/, copied there by scripts/build.mjs), else in gen/openapi/
+ * of the sources (tsx, tests).
+ */
+const GEN_OPENAPI =
+  [new URL("./openapi/", import.meta.url), new URL("../../gen/openapi/", import.meta.url)]
+    .map((u) => fileURLToPath(u))
+    .find((dir) => existsSync(join(dir, "public.openapi.json"))) ??
+  fileURLToPath(new URL("../../gen/openapi/", import.meta.url));
 
 export const OPENAPI_PATHS = {
   public: "/openapi.json",

@@ -16,7 +16,7 @@
  * listed by the test.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,6 +30,25 @@ const RUN_ELSEWHERE = new Set(["npm ci && npm start", "npm test"]);
 /** The quick start's server and handler: this test starts them (with the same settings). */
 const SERVER_BLOCK = "WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS=true npm start";
 const HANDLER_BLOCK = "node scripts/example-handler.mjs";
+/** The CLI reference: its examples are checked line by line (see its test). */
+const CLI_DOC = "docs/cli.md";
+
+/**
+ * What a reader's shell has: curl (failing here on any HTTP error status, with
+ * the body shown), and the project's commands as a checkout resolves them —
+ * `npx switchboard` is the package's bin, `npx buf` its node_modules/.bin
+ * (never the registry), and `switchboard` the bin once installed.
+ */
+const SHELL_FUNCTIONS = `
+curl() { command curl --fail-with-body --show-error "$@"; }
+switchboard() { node "${ROOT}/scripts/switchboard.js" "$@"; }
+npx() {
+  local bin="$1"; shift
+  if [ "$bin" = switchboard ]; then switchboard "$@";
+  elif [ -x "${ROOT}/node_modules/.bin/$bin" ]; then "${ROOT}/node_modules/.bin/$bin" "$@";
+  else echo "npx $bin: not a dependency of this checkout" >&2; return 127; fi
+}
+`;
 
 interface Block {
   file: string;
@@ -104,6 +123,9 @@ const docsFiles = readdirSync(join(ROOT, "docs"))
 
 describe("shell examples of README.md and docs/", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "sb-examples-"));
+  // The examples run in a directory of their own: files they write stay out of the checkout.
+  const workDir = join(dataDir, "work");
+  mkdirSync(workDir);
   let server: Proc;
   let handler: Proc;
   let port: number;
@@ -150,8 +172,7 @@ describe("shell examples of README.md and docs/", () => {
     );
     const script = [
       "set -euo pipefail",
-      // An example that gets an HTTP error fails the run, with the body shown.
-      'curl() { command curl --fail-with-body --show-error "$@"; }',
+      SHELL_FUNCTIONS,
       prelude,
       ...blocks.map((b) => `echo "::block ${b.file}:${b.line}"\n${b.code}`),
       // What the docs' sessions inherit.
@@ -165,7 +186,7 @@ describe("shell examples of README.md and docs/", () => {
     let stdout: string;
     try {
       stdout = execFileSync("bash", ["-c", script], {
-        cwd: ROOT,
+        cwd: workDir,
         env: { ...process.env, SWITCHBOARD_URL: `http://127.0.0.1:${port}`, DATA_DIR: join(dataDir, "data") },
         encoding: "utf8",
         stdio: ["ignore", "pipe", "pipe"],
@@ -191,7 +212,7 @@ describe("shell examples of README.md and docs/", () => {
     return { stdout, env };
   }
 
-  it("README: the quick start reaches a first call and a first incoming SMS", () => {
+  it("README: the quick start reaches a first call and a first incoming SMS", async () => {
     const readme = shellBlocks("README.md");
     // The blocks this test stands in for are still what the README says.
     expect(readme.map((b) => b.code)).toContain(SERVER_BLOCK);
@@ -201,9 +222,13 @@ describe("shell examples of README.md and docs/", () => {
     Object.assign(session, env);
     expect(session.KEY).toMatch(/^sb_/);
 
-    // The call completed, and the handler saw its call control and every state update.
-    const got = stdout.split("::block ").find((s) => s.includes('"state"') && s.includes("calls/"));
-    expect(got).toContain('"state": "COMPLETED"');
+    // The call runs to its end (the README looks after 15 s; a loaded machine
+    // may take longer), and the handler sees its call control and every state update.
+    await until(
+      () => /POST \/state CALL_STATE_UPDATE .*"state":"COMPLETED"/.test(handler.output()),
+      `the call to complete; the handler saw:\n${handler.output()}`,
+      120_000,
+    );
     const seen = handler.output();
     expect(seen).toMatch(/POST \/voice /);
     for (const state of ["QUEUED", "STARTING", "RINGING", "IN_PROGRESS", "COMPLETED"]) {
@@ -214,18 +239,68 @@ describe("shell examples of README.md and docs/", () => {
     expect(stdout).toContain('"phone": "+61491570156"');
   }, 300_000);
 
-  it.each(docsFiles)(
+  it.each(docsFiles.filter((f) => f !== CLI_DOC))(
     "%s",
     (file) => {
-      if (!session.KEY) throw new Error("the README's examples did not run first");
-      const prelude = [
-        `export KEY=${session.KEY}`,
-        `export SWITCHBOARD_OPERATOR_TOKEN=${session.SWITCHBOARD_OPERATOR_TOKEN}`,
-      ].join("\n");
-      runFile(file, prelude);
+      runFile(file, sessionPrelude());
       const norun = shellBlocks(file).filter((b) => b.info !== "sh");
       for (const b of norun) console.info(`not run here (${b.info}): ${b.file}:${b.line}`);
     },
     300_000,
   );
+
+  /**
+   * docs/cli.md shows each command on its own, with illustrative names
+   * (`acme`, `c0ffee`) rather than a scenario: every example line runs
+   * against the server, and must be understood by the CLI (exit 0, or 1
+   * when the server answers that the illustrated resource does not exist),
+   * never a usage error (2) or an unknown command. What each command does is
+   * tested in test/admin/cli.test.ts and cli-data.test.ts.
+   */
+  it(CLI_DOC, () => {
+    const lines = shellBlocks(CLI_DOC)
+      .filter((b) => b.info === "sh")
+      .flatMap((b) => b.code.split("\n"))
+      .map((l) => l.trim())
+      .filter((l) => l.startsWith("switchboard "));
+    expect(lines.length).toBeGreaterThan(40);
+    const outcomes = lines.map((line) => {
+      const script = [SHELL_FUNCTIONS, sessionPrelude(), line].join("\n");
+      try {
+        execFileSync("bash", ["-c", script], {
+          cwd: workDir,
+          env: {
+            ...process.env,
+            SWITCHBOARD_URL: `http://127.0.0.1:${port}`,
+            DATA_DIR: join(dataDir, "data"),
+          },
+          stdio: ["ignore", "pipe", "pipe"],
+          timeout: 60_000,
+        });
+        return { line, status: 0, stderr: "" };
+      } catch (err) {
+        const e = err as { status?: number; stderr?: Buffer };
+        return { line, status: e.status ?? -1, stderr: e.stderr?.toString() ?? "" };
+      }
+    });
+    const misunderstood = outcomes.filter((o) => o.status !== 0 && o.status !== 1);
+    expect(misunderstood).toEqual([]);
+    // Help and lists name nothing illustrative: those succeed.
+    const plain = outcomes.filter(
+      (o) => / --help\b/.test(o.line) || /^switchboard [a-z -]+ list( --json)?$/.test(o.line),
+    );
+    expect(plain.length).toBeGreaterThan(5);
+    expect(plain.filter((o) => o.status !== 0)).toEqual([]);
+    for (const o of outcomes.filter((o) => o.status === 1)) {
+      expect(o.stderr, o.line).toMatch(/^error: [A-Z_]+: /);
+    }
+  }, 600_000);
+
+  function sessionPrelude(): string {
+    if (!session.KEY) throw new Error("the README's examples did not run first");
+    return [
+      `export KEY=${session.KEY}`,
+      `export SWITCHBOARD_OPERATOR_TOKEN=${session.SWITCHBOARD_OPERATOR_TOKEN}`,
+    ].join("\n");
+  }
 });
