@@ -9,6 +9,8 @@
  *   number instance of the project, a number inside a provisioned range
  *   included (`findByNumber`). A number of another project, a suspended,
  *   pending or deleted instance, or no instance at all: `call.from` names it.
+ *   A number without the VOICE capability (SMS only) is FAILED_PRECONDITION
+ *   `NUMBER_NOT_VOICE_CAPABLE` (metadata `field` `call.from`).
  * - `call.options`: required; `handler_uris` 1 to 5 absolute http(s) URIs
  *   (tel: and sip: handlers are not supported yet), each violation naming
  *   `call.options.handler_uris[i]`; `state_update_uri` empty or an absolute
@@ -54,7 +56,9 @@ import {
   type StoredCallRecording,
 } from "../../db/schema/index.js";
 import { enqueueWebhook } from "../../events/outbox.js";
+import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
+import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
 import { transcriptionNotImplemented } from "../transcription.js";
 import { compileCallFilter } from "./filter.js";
 import { callJson } from "./proto.js";
@@ -243,8 +247,9 @@ export class CallsDomain {
 
   async create(projectId: string, input: CallInput): Promise<CallRow> {
     const violations = callViolations(input);
+    let owner: PhoneNumberInstance | undefined;
     if (!violations.some((v) => v.field === "call.from")) {
-      const owner = await this.instances.findByNumber(input.from);
+      owner = await this.instances.findByNumber(input.from);
       if (owner === undefined || owner.projectId !== projectId || owner.lifecycleState !== "ACTIVE") {
         violations.push({
           field: "call.from",
@@ -254,6 +259,8 @@ export class CallsDomain {
       }
     }
     if (violations.length > 0) throw invalidArgument(violations);
+    const incapable = owner && capabilityRefusal(owner, input.from, "VOICE", "call.from");
+    if (incapable !== undefined) throw incapable;
     const o = input.options!;
     const unimplemented = transcriptionNotImplemented(o.recording, RECORDING_FIELD);
     if (unimplemented !== undefined) throw unimplemented;
