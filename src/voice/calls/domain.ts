@@ -33,6 +33,8 @@
  *   characters, and at most 10 kB (10,240 UTF-8 bytes) of keys and values
  *   together.
  * - Output-only fields in the request are ignored.
+ * - At most CALL_CONCURRENCY_LIMIT calls of the project in flight
+ *   (concurrency.ts): beyond it RESOURCE_EXHAUSTED CONCURRENT_CALL_LIMIT.
  * The call is created QUEUED, direction OUTGOING, transport PSTN,
  * create_method API — its QUEUED state update enqueued in the same
  * transaction — and handed to the engine after the transaction commits.
@@ -41,6 +43,7 @@
 import { and, eq } from "drizzle-orm";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { type FieldViolation, invalidArgument, notFound } from "../../api/errors.js";
+import { recordCreated } from "../../api/idempotency/scope.js";
 import { newResourceId } from "../../api/ids.js";
 import { labelViolations } from "../../api/labels.js";
 import { parseResourceName } from "../../api/names.js";
@@ -60,6 +63,7 @@ import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
 import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
 import { transcriptionNotImplemented } from "../transcription.js";
+import { admitCall } from "./concurrency.js";
 import { compileCallFilter } from "./filter.js";
 import { callJson } from "./proto.js";
 
@@ -237,12 +241,18 @@ export interface ListParams {
   filter: string;
 }
 
+export interface CallLimits {
+  /** CALL_CONCURRENCY_LIMIT: calls in flight per project (concurrency.ts); 0 or absent: none. */
+  concurrentCalls?: number;
+}
+
 export class CallsDomain {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly instances: PhoneNumberInstancesDomain,
     private readonly engine: CallStarter,
+    private readonly limits: CallLimits = {},
   ) {}
 
   async create(projectId: string, input: CallInput): Promise<CallRow> {
@@ -266,6 +276,7 @@ export class CallsDomain {
     if (unimplemented !== undefined) throw unimplemented;
     const now = this.clock.now();
     const row = await this.db.transaction(async (tx) => {
+      await admitCall(tx, projectId, this.limits.concurrentCalls ?? 0);
       const [inserted] = (await tx
         .insert(calls)
         .values({
@@ -296,6 +307,8 @@ export class CallsDomain {
           now,
         });
       }
+      // Idempotency-Key (src/api/idempotency/): committed with the call.
+      await recordCreated(tx, callName(inserted));
       return inserted;
     });
     // After the commit: the engine drives the call from here.
