@@ -18,10 +18,13 @@ import {
 import { and, eq, isNull } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Unsubscribers } from "../../gen/enfonica/messaging/v1/unsubscribers_pb.js";
+import { PhoneNumberInstances } from "../../gen/enfonica/numbering/v1beta1/phone_number_instances_pb.js";
 import { RegulatoryListings } from "../../gen/enfonica/numbering/v1beta1/regulatory_listings_pb.js";
+import { Aliases } from "../../gen/enfonica/voice/v1beta1/aliases_pb.js";
 import { SipDomains } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { idempotencyKeys, regulatoryListings, sipDomains, unsubscribers } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
+import { addBlock, numberingClients } from "../numbering/support.js";
 import {
   bearer,
   errorReason,
@@ -321,6 +324,40 @@ describe.each(testDatabases())("idempotent creates on $name", (backend) => {
     const now = clock.now();
     const rows = await database.db.select().from(idempotencyKeys);
     expect(rows.filter((r) => r.expireTime <= now)).toEqual([]);
+  });
+
+  it("replays CreatePhoneNumberInstance and CreateAlias too (their retries would otherwise be ALREADY_EXISTS)", async () => {
+    const c = numberingClients(database.db, clock);
+    const number = await addBlock(c, "+61355509900", 10);
+    const instances = createClient(PhoneNumberInstances, transports.connect);
+    const key = newKey();
+    const request = { parent: project, phoneNumberInstance: { phoneNumber: { phoneNumber: number } } };
+    const first = await instances.createPhoneNumberInstance(request, { headers: { "idempotency-key": key } });
+    expect(
+      await instances.createPhoneNumberInstance(request, { headers: { "idempotency-key": key } }),
+    ).toEqual(first);
+    await expectCode(instances.createPhoneNumberInstance(request), Code.AlreadyExists);
+
+    const domain = await createClient(SipDomains, transports.grpc).createSipDomain({
+      parent: project,
+      sipDomainId: `alias-${Date.now().toString(36)}`,
+      sipDomain: {},
+    });
+    const aliases = createClient(Aliases, transports["grpc-web"]);
+    const aliasKey = newKey();
+    const alias = {
+      parent: domain.name,
+      aliasId: "main",
+      alias: {
+        config: {
+          case: "loadBalancerConfig" as const,
+          value: { endpoints: [{ uri: "sip:pbx1.example.com", enabled: true }] },
+        },
+      },
+    };
+    const created = await aliases.createAlias(alias, { headers: { "idempotency-key": aliasKey } });
+    expect(await aliases.createAlias(alias, { headers: { "idempotency-key": aliasKey } })).toEqual(created);
+    await expectCode(aliases.createAlias(alias), Code.AlreadyExists);
   });
 
   it("creates one resource for concurrent requests with one key", async () => {
