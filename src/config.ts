@@ -60,6 +60,40 @@ export interface Config {
   callRates: CallRates;
   /** Recordings: blob store, download links, processing (src/recordings/). */
   recordings: RecordingsConfig;
+  /** Rate limits and the cap on calls in flight (docs/idempotency-and-limits.md). */
+  limits: LimitsConfig;
+  /**
+   * IDEMPOTENCY_KEY_TTL_SECONDS: how long an Idempotency-Key is remembered
+   * (src/api/idempotency/). Default 86400 (24 h).
+   */
+  idempotencyKeyTtlSeconds: number;
+  /**
+   * FAULT_KILL_AFTER_CREATE_COMMIT (tests only; never set in production): a
+   * method (`enfonica.voice.v1beta1.Calls/CreateCall`) whose creates made
+   * with an Idempotency-Key SIGKILL the process right after their commit,
+   * before replying. Unset by default.
+   */
+  faultKillAfterCreateCommit: string | undefined;
+}
+
+/** A token bucket: `perSecond` tokens added per second up to `burst`; perSecond 0 turns it off. */
+export interface RateLimit {
+  perSecond: number;
+  burst: number;
+}
+
+export interface LimitsConfig {
+  /** RATE_LIMIT_PROJECT_PER_SECOND / _BURST: requests per project (default 100/s, burst 1000). */
+  project: RateLimit;
+  /** RATE_LIMIT_API_KEY_PER_SECOND / _BURST: requests per API key (default 100/s, burst 1000). */
+  apiKey: RateLimit;
+  /**
+   * RATE_LIMIT_CREATE_CALL_PER_SECOND / _BURST: CreateCall and CreateMessage
+   * per project, on top of the project's limit (default 10/s, burst 50).
+   */
+  createCall: RateLimit;
+  /** CALL_CONCURRENCY_LIMIT: calls in flight per project (default 100; 0: no limit). */
+  concurrentCalls: number;
 }
 
 export interface RecordingsConfig {
@@ -145,6 +179,32 @@ function operatorToken(raw: string | undefined, databaseUrl: string | undefined)
     throw new ConfigError("SWITCHBOARD_OPERATOR_TOKEN must be at least 16 characters without spaces");
   }
   return raw;
+}
+
+function decimal(env: NodeJS.ProcessEnv, key: string, fallback: number, min: number, max: number): number {
+  const raw = env[key];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(raw.trim()) || n < min || n > max) {
+    throw new ConfigError(`${key} must be a number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+function rateLimit(env: NodeJS.ProcessEnv, prefix: string, perSecond: number, burst: number): RateLimit {
+  return {
+    perSecond: decimal(env, `${prefix}_PER_SECOND`, perSecond, 0, 1_000_000),
+    burst: int(env, `${prefix}_BURST`, burst, 1, 10_000_000),
+  };
+}
+
+function limits(env: NodeJS.ProcessEnv): LimitsConfig {
+  return {
+    project: rateLimit(env, "RATE_LIMIT_PROJECT", 100, 1000),
+    apiKey: rateLimit(env, "RATE_LIMIT_API_KEY", 100, 1000),
+    createCall: rateLimit(env, "RATE_LIMIT_CREATE_CALL", 10, 50),
+    concurrentCalls: int(env, "CALL_CONCURRENCY_LIMIT", 100, 0, 1_000_000),
+  };
 }
 
 function bool(env: NodeJS.ProcessEnv, key: string, fallback: boolean): boolean {
@@ -235,6 +295,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: webhooks(env),
     callRates: callRates(env),
     recordings: recordings(env, dataDir, databaseUrl),
+    limits: limits(env),
+    idempotencyKeyTtlSeconds: int(env, "IDEMPOTENCY_KEY_TTL_SECONDS", 86_400, 60, 30 * 86_400),
+    faultKillAfterCreateCommit: env.FAULT_KILL_AFTER_CREATE_COMMIT || undefined,
   };
 }
 

@@ -10,7 +10,10 @@ import { sql } from "drizzle-orm";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { hardeningInterceptors } from "./api/hardening.js";
+import { withReplay } from "./api/idempotency/interceptor.js";
 import { createInterceptors } from "./api/interceptors.js";
+import type { MonotonicClock } from "./api/rate-limit/token-bucket.js";
 import { Authenticator, type Policies } from "./auth/interceptor.js";
 import { firstStartHint, type OperatorToken, resolveOperatorToken } from "./auth/operator-token.js";
 import { METHOD_POLICIES } from "./auth/permissions.js";
@@ -75,6 +78,8 @@ export interface BuildOptions {
    * timers at SIMULATOR_TIME_SCALE on `clock` (tests pass a ManualScheduler).
    */
   scheduler?: Scheduler;
+  /** Time of the rate limits' token buckets; by default performance.now() (tests inject one). */
+  rateLimitClock?: MonotonicClock;
 }
 
 export async function build(options: BuildOptions = {}): Promise<App> {
@@ -146,16 +151,20 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     store: new DbCredentialStore(database),
   });
 
-  const interceptors: Interceptor[] = createInterceptors(log, authenticator, {
-    ...METHOD_POLICIES,
-    ...options.extraPolicies,
-  });
+  const policies = { ...METHOD_POLICIES, ...options.extraPolicies };
+  const interceptors: Interceptor[] = createInterceptors(
+    log,
+    authenticator,
+    policies,
+    hardeningInterceptors({ config, clock, log, db: database, services, policies }, options.rateLimitClock),
+  );
   // Standard services of the port: health (every served name SERVING) and
   // reflection (listing everything on the router, itself included).
   const reflection = createReflectionServices([...services.map((s) => s.desc), Health]);
   const health = new HealthStatus(reflection.index.serviceNames);
   const routes = (router: ConnectRouter) => {
-    for (const s of services) router.service(s.desc, s.impl);
+    // Creates answer replays of idempotent requests (src/api/idempotency/).
+    for (const s of withReplay(services)) router.service(s.desc, s.impl);
     router.service(Health, createHealthService(health));
     router.service(reflectionV1.ServerReflection, reflection.v1);
     router.service(reflectionV1alpha.ServerReflection, reflection.v1alpha);

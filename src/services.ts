@@ -158,7 +158,11 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     { desc: Aliases, impl: aliasesService(new AliasesDomain(voice, deps.clock, deps.config.sipDomains)) },
     {
       desc: Calls,
-      impl: callsService(new CallsDomain(deps.db, deps.clock, numbering.instances, engine)),
+      impl: callsService(
+        new CallsDomain(deps.db, deps.clock, numbering.instances, engine, {
+          concurrentCalls: deps.config.limits.concurrentCalls,
+        }),
+      ),
     },
     { desc: Recordings, impl: recordingsService(recordings) },
   ];

@@ -2,8 +2,11 @@
  * The interceptors of every route, in order, shared by the server and by
  * in-process tests so that both run requests through the same chain:
  * errors (outermost: anything unexpected becomes a bare INTERNAL), then
- * authentication and authorization (no lookups), then protovalidate, then
- * the existence of the projects the request names.
+ * authentication and authorization (no lookups), then the `admission`
+ * interceptors (rate limits, src/api/rate-limit/), then protovalidate, then
+ * the existence of the projects the request names, then the `inner` ones
+ * (idempotent creates, src/api/idempotency/). server.ts builds the extras;
+ * in-process tests may leave them out.
  */
 import type { Interceptor } from "@connectrpc/connect";
 import {
@@ -17,16 +20,27 @@ import type { Logger } from "../log.js";
 import { createErrorInterceptor } from "./error-interceptor.js";
 import { createValidationInterceptor } from "./validation.js";
 
+/** Interceptors placed inside the standard chain. */
+export interface ChainExtras {
+  /** Right after authentication and authorization: admission (rate limits). */
+  admission?: Interceptor[];
+  /** Innermost, right before the service: idempotency. */
+  inner?: Interceptor[];
+}
+
 /** `policies` defaults to the service's method table (tests may add their own services' policies). */
 export function createInterceptors(
   log: Logger,
   auth: Authenticator,
   policies: Policies = METHOD_POLICIES,
+  extras: ChainExtras = {},
 ): Interceptor[] {
   return [
     createErrorInterceptor(log),
     createAuthInterceptor(auth, policies),
+    ...(extras.admission ?? []),
     createValidationInterceptor(),
     createProjectExistsInterceptor(auth.store, policies),
+    ...(extras.inner ?? []),
   ];
 }

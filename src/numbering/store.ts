@@ -16,7 +16,8 @@ export class NumberingStore {
   readonly instances: PhoneNumberInstancesRepository;
   readonly listings: RegulatoryListingsRepository;
 
-  constructor(private readonly db: DbOrTx) {
+  /** The database or transaction the repositories use (for `recordCreated` of idempotent creates). */
+  constructor(readonly db: DbOrTx) {
     this.inventory = new InventoryRepository(db);
     this.holdings = new NumberHoldingsRepository(db);
     this.instances = new PhoneNumberInstancesRepository(db);

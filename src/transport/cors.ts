@@ -24,7 +24,11 @@ export const corsAllowedMethods: readonly string[] = unique([
   "DELETE",
 ]);
 
-export const corsAllowedHeaders: readonly string[] = unique([...cors.allowedHeaders, "Authorization"]);
+export const corsAllowedHeaders: readonly string[] = unique([
+  ...cors.allowedHeaders,
+  "Authorization",
+  "Idempotency-Key",
+]);
 
 export const corsExposedHeaders: readonly string[] = unique([
   ...cors.exposedHeaders,
@@ -32,6 +36,7 @@ export const corsExposedHeaders: readonly string[] = unique([
   "Grpc-Message",
   "Grpc-Status-Details-Bin",
   "Retry-After",
+  "Idempotent-Replayed",
 ]);
 
 function unique(names: string[]): string[] {

@@ -26,7 +26,13 @@ import { systemClock } from "../../src/clock.js";
 import type { Db } from "../../src/db/client.js";
 import { messages, projects, unsubscribers, webhookEvents } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
-import { addBlock, blockAllocator, type NumberingClients, numberingClients } from "../numbering/support.js";
+import {
+  addBlock,
+  blockAllocator,
+  Capability,
+  type NumberingClients,
+  numberingClients,
+} from "../numbering/support.js";
 import {
   createTestClient,
   errorReason,
@@ -44,6 +50,9 @@ import { type ReceivedRequest, type Receiver, startReceiver } from "../support/r
 type Json = Record<string, any>;
 
 const SENDER = "+61491570156";
+
+/** Blocks of numbers that can receive messages (addBlock adds VOICE-only numbers by default). */
+const SMS_CAPABLE = { capabilities: [Capability.VOICE, Capability.SMS] };
 
 /** The project's signing key bytes, read straight from the table. */
 async function keyOf(db: Db, project: string): Promise<Buffer> {
@@ -143,7 +152,7 @@ describe.each(testDatabases())("incoming messages on $name", (backend) => {
     uris: string[],
   ): Promise<{ project: string; number: string; instance: string }> {
     const project = await newProject(database.db);
-    const number = await addBlock(c, nextBlock(), 10);
+    const number = await addBlock(c, nextBlock(), 10, SMS_CAPABLE);
     const instance = await c.instances.createPhoneNumberInstance({
       parent: project,
       phoneNumberInstance: { phoneNumber: { phoneNumber: number }, incomingMessageHandlerUris: uris },
@@ -212,7 +221,7 @@ describe.each(testDatabases())("incoming messages on $name", (backend) => {
 
   it("routes a number inside a range to the range's instance", async () => {
     const project = await newProject(database.db);
-    const start = await addBlock(c, nextBlock(), 100);
+    const start = await addBlock(c, nextBlock(), 100, SMS_CAPABLE);
     const range = await c.admin.provisionPhoneNumberRange({
       parent: project,
       startPhoneNumber: start,
@@ -344,9 +353,36 @@ describe.each(testDatabases())("incoming messages on $name", (backend) => {
     expect(await unsubscribersOf(project)).toHaveLength(1);
   });
 
+  it("refuses a number without SMS: FAILED_PRECONDITION NUMBER_NOT_SMS_CAPABLE, nothing recorded", async () => {
+    const project = await newProject(database.db);
+    const number = await addBlock(c, nextBlock(), 10); // VOICE only
+    await c.instances.createPhoneNumberInstance({
+      parent: project,
+      phoneNumberInstance: {
+        phoneNumber: { phoneNumber: number },
+        incomingMessageHandlerUris: [`${receiver.base}/voice-only`],
+      },
+    });
+    const before = (await database.db.select().from(messages)).length;
+    const e = await expectCode(
+      simulator().injectIncomingMessage({ to: number, from: SENDER, body: "STOP" }),
+      Code.FailedPrecondition,
+    );
+    expect(errorReason(e)).toBe("NUMBER_NOT_SMS_CAPABLE");
+    const rest = await inject({ to: number, from: SENDER, body: "hi" });
+    expect(rest.status).toBe(400);
+    expect(rest.json.error).toMatchObject({ status: "FAILED_PRECONDITION" });
+    expect(rest.json.error.details[0]).toMatchObject({
+      reason: "NUMBER_NOT_SMS_CAPABLE",
+      metadata: { phone_number: number, capability: "SMS" },
+    });
+    expect((await database.db.select().from(messages)).length).toBe(before);
+    expect(await unsubscribersOf(project)).toEqual([]);
+  });
+
   it("refuses a number no instance holds: FAILED_PRECONDITION NUMBER_NOT_IN_SERVICE, nothing recorded", async () => {
     const before = (await database.db.select().from(messages)).length;
-    const number = await addBlock(c, nextBlock(), 10); // in inventory, not provisioned
+    const number = await addBlock(c, nextBlock(), 10, SMS_CAPABLE); // in inventory, not provisioned
     const e = await expectCode(
       simulator().injectIncomingMessage({ to: number, from: SENDER, body: "STOP" }),
       Code.FailedPrecondition,

@@ -38,6 +38,19 @@ describe("demo inventory", () => {
     }
   });
 
+  it("offers SMS-capable numbers (mobiles, NANPA, (02) 5550 1xxx) besides voice-only landlines", () => {
+    const sms = (n: string) =>
+      DEMO_BLOCKS.find((b) => {
+        const end = rangeEnd(b.startPhoneNumber, b.size)!;
+        return b.startPhoneNumber <= n && n <= end && n.length === end.length;
+      })?.capabilities.includes("SMS");
+    expect(sms("+61491570156")).toBe(true);
+    expect(sms("+14155550123")).toBe(true);
+    expect(sms("+61255501234")).toBe(true);
+    expect(sms("+61255500000")).toBe(false);
+    expect(sms("+442079460123")).toBe(false);
+  });
+
   describe("seeding", () => {
     const database = useTestDatabase(pglite);
     const clock = new TestClock();

@@ -1,6 +1,7 @@
 /** The whole database schema, one file per area. */
 export * from "./admin.js";
 export * from "./events.js";
+export * from "./idempotency.js";
 export * from "./messaging.js";
 export * from "./numbering.js";
 export * from "./recordings.js";

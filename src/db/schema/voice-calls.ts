@@ -86,6 +86,11 @@ export const calls = pgTable(
   },
   (t) => [
     index("calls_project_create_time_idx").on(t.projectId, t.createTime, t.id),
+    // The calls of a project still in flight: CreateCall counts them against
+    // CALL_CONCURRENCY_LIMIT (src/voice/calls/concurrency.ts).
+    index("calls_project_in_flight_idx")
+      .on(t.projectId)
+      .where(sql`${t.state} in ('QUEUED', 'STARTING', 'RINGING', 'IN_PROGRESS')`),
     check(
       "calls_state_check",
       sql`${t.state} in ('QUEUED', 'STARTING', 'RINGING', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'NOT_ANSWERED', 'BUSY', 'REJECTED')`,

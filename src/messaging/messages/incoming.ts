@@ -9,7 +9,9 @@
  * - The message belongs to the phone number instance holding `to` (the
  *   range's instance for a number of a range). No holder, or a holder that
  *   is not ACTIVE, is FAILED_PRECONDITION `NUMBER_NOT_IN_SERVICE`: the
- *   network would not deliver it, and nothing is recorded.
+ *   network would not deliver it, and nothing is recorded. Likewise a
+ *   number whose capabilities lack SMS (a voice-only landline):
+ *   FAILED_PRECONDITION `NUMBER_NOT_SMS_CAPABLE` (numbering/capabilities.ts).
  * - In one transaction: the message is recorded (INCOMING, RECEIVED,
  *   encoding and segment count per encoding.ts); a body that is an opt-out
  *   keyword (OPT_OUT_KEYWORDS, after trimming whitespace, any case) makes
@@ -32,6 +34,7 @@ import { charLength } from "../../api/labels.js";
 import type { Clock } from "../../clock.js";
 import type { Db } from "../../db/client.js";
 import { enqueueWebhook } from "../../events/outbox.js";
+import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
 import { parseE164 } from "../unsubscribers/domain.js";
 import { UnsubscribersRepository } from "../unsubscribers/repository.js";
@@ -122,6 +125,9 @@ export class IncomingMessages {
         metadata,
       );
     }
+
+    const incapable = capabilityRefusal(instance, input.to, "SMS");
+    if (incapable !== undefined) throw incapable;
 
     const now = this.deps.clock.now();
     const { encoding, segmentCount } = encodingOf(input.body);

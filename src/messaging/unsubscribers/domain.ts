@@ -17,6 +17,7 @@
  */
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { alreadyExists, badField, type FieldViolation, invalidArgument, notFound } from "../../api/errors.js";
+import { recordCreated } from "../../api/idempotency/scope.js";
 import { newResourceId } from "../../api/ids.js";
 import { labelViolations } from "../../api/labels.js";
 import { projectName, type ResourceRef, resourceName } from "../../api/names.js";
@@ -118,14 +119,20 @@ export class UnsubscribersDomain {
     const now = this.clock.now();
     for (let attempt = 1; ; attempt++) {
       try {
-        const row = await this.repository.insert({
-          id: newResourceId(),
-          projectId,
-          phone: input.phone,
-          unsubscribeMethod: input.unsubscribeMethod ?? DEFAULT_UNSUBSCRIBE_METHOD,
-          labels: input.labels,
-          createTime: now,
-          updateTime: now,
+        const id = newResourceId();
+        const row = await this.repository.transaction(async (repository) => {
+          const inserted = await repository.insert({
+            id,
+            projectId,
+            phone: input.phone,
+            unsubscribeMethod: input.unsubscribeMethod ?? DEFAULT_UNSUBSCRIBE_METHOD,
+            labels: input.labels,
+            createTime: now,
+            updateTime: now,
+          });
+          // Idempotency-Key (src/api/idempotency/): committed with the unsubscriber.
+          await recordCreated(repository.db, resourceName(COLLECTION, { projectId, id }));
+          return inserted;
         });
         return toUnsubscriber(row);
       } catch (err) {

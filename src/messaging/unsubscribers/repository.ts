@@ -8,7 +8,14 @@ import { type NewUnsubscriberRow, unsubscribers as t, type UnsubscriberRow } fro
 export const PHONE_UNIQUE_INDEX = "unsubscribers_project_phone_key";
 
 export class UnsubscribersRepository {
-  constructor(private readonly db: DbOrTx) {}
+  constructor(readonly db: DbOrTx) {}
+
+  /** Runs `fn` in one transaction with a repository bound to it (never the outer database). */
+  transaction<T>(fn: (repository: UnsubscribersRepository) => Promise<T>): Promise<T> {
+    return (this.db as Extract<DbOrTx, { transaction: unknown }>).transaction((tx) =>
+      fn(new UnsubscribersRepository(tx)),
+    );
+  }
 
   /** Inserts the row; a number already present in the project violates PHONE_UNIQUE_INDEX. */
   async insert(row: NewUnsubscriberRow): Promise<UnsubscriberRow> {

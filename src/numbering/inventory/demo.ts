@@ -6,6 +6,12 @@
  * - Australia (ACMA): the geographic ranges (02), (03), (07) and (08)
  *   5550 0000 to 5550 9999, and the fictitious mobiles 0491 570 006, 110,
  *   156, 157, 158, 159, 313 and 737.
+ *
+ * Capabilities decide what traffic a number takes (an incoming message to a
+ * voice-only number is refused, src/numbering/capabilities.ts): mobiles and
+ * the NANPA numbers are VOICE, SMS and MMS; geographic numbers are VOICE
+ * only, except (02) 5550 1000 to 1999, VOICE and SMS, the block the README's
+ * message examples use.
  * - United Kingdom (Ofcom): London 020 7946 0000 to 020 7946 0999. (Ofcom's
  *   drama mobiles, 07700 900xxx, are not valid numbers to libphonenumber, so
  *   the inventory would refuse them.)
@@ -20,6 +26,8 @@
 import type { Capability, InventoryDomain, NewBlock } from "./domain.js";
 
 const LOCAL_VOICE: Capability[] = ["VOICE"];
+/** Geographic numbers that also take text messages (as some carriers' virtual numbers do). */
+const LOCAL_VOICE_SMS: Capability[] = ["VOICE", "SMS"];
 const MOBILE: Capability[] = ["VOICE", "SMS", "MMS"];
 
 function block(
@@ -37,7 +45,9 @@ const AU_FICTITIOUS_MOBILES = ["006", "110", "156", "157", "158", "159", "313", 
 );
 
 export const DEMO_BLOCKS: readonly NewBlock[] = [
-  block("+61255500000", 10_000, "AU", "LOCAL", LOCAL_VOICE),
+  block("+61255500000", 1_000, "AU", "LOCAL", LOCAL_VOICE),
+  block("+61255501000", 1_000, "AU", "LOCAL", LOCAL_VOICE_SMS),
+  block("+61255502000", 8_000, "AU", "LOCAL", LOCAL_VOICE),
   block("+61355500000", 10_000, "AU", "LOCAL", LOCAL_VOICE),
   block("+61755500000", 10_000, "AU", "LOCAL", LOCAL_VOICE),
   block("+61855500000", 10_000, "AU", "LOCAL", LOCAL_VOICE),

@@ -28,7 +28,9 @@
  *
  * The requests are checked first (validation.ts).
  */
+
 import { alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../api/errors.js";
+import { recordCreated } from "../../api/idempotency/scope.js";
 import { newResourceId } from "../../api/ids.js";
 import { type ResourceRef, resourceName } from "../../api/names.js";
 import type { LifecycleStateValue, NewPhoneNumberInstanceRow } from "../../db/schema/index.js";
@@ -81,7 +83,7 @@ export async function createInstance(
   return ctx.store.transaction(async (store) => {
     const item = await store.inventory.find(number);
     if (item === undefined) throw notFound(PHONE_NUMBER_TYPE, phoneNumberName(number));
-    return provision(ctx, store, {
+    const created = await provision(ctx, store, {
       projectId,
       start: number,
       size: 1,
@@ -97,6 +99,9 @@ export async function createInstance(
       config: input,
       listingId: await listingId(store, ref),
     });
+    // Idempotency-Key (src/api/idempotency/): committed with the instance.
+    await recordCreated(store.db, created.name);
+    return created;
   });
 }
 

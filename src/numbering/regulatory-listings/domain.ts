@@ -49,6 +49,7 @@ import {
   invalidArgument,
   notFound,
 } from "../../api/errors.js";
+import { recordCreated } from "../../api/idempotency/scope.js";
 import { newResourceId } from "../../api/ids.js";
 import { charLength } from "../../api/labels.js";
 import { projectName, type ResourceRef, resourceName } from "../../api/names.js";
@@ -328,22 +329,28 @@ export class RegulatoryListingsDomain {
     const now = this.clock.now();
     for (let attempt = 1; ; attempt++) {
       try {
-        const row = await this.repository.insert({
-          id: newResourceId(),
-          projectId,
-          displayName: input.displayName,
-          addressLines: address.addressLines,
-          locality: address.locality,
-          administrativeArea: address.administrativeArea,
-          postalCode: address.postalCode,
-          regionCode: address.regionCode,
-          personGivenName: entity.kind === "person" ? entity.givenName : null,
-          personFamilyName: entity.kind === "person" ? entity.familyName : null,
-          businessName: entity.kind === "business" ? entity.business : null,
-          valid: isValidListing(input),
-          verified: false,
-          createTime: now,
-          updateTime: now,
+        const id = newResourceId();
+        const row = await this.store.transaction(async (s) => {
+          const inserted = await s.listings.insert({
+            id,
+            projectId,
+            displayName: input.displayName,
+            addressLines: address.addressLines,
+            locality: address.locality,
+            administrativeArea: address.administrativeArea,
+            postalCode: address.postalCode,
+            regionCode: address.regionCode,
+            personGivenName: entity.kind === "person" ? entity.givenName : null,
+            personFamilyName: entity.kind === "person" ? entity.familyName : null,
+            businessName: entity.kind === "business" ? entity.business : null,
+            valid: isValidListing(input),
+            verified: false,
+            createTime: now,
+            updateTime: now,
+          });
+          // Idempotency-Key (src/api/idempotency/): committed with the listing.
+          await recordCreated(s.db, resourceName(COLLECTION, { projectId, id }));
+          return inserted;
         });
         return toListing(row);
       } catch (err) {

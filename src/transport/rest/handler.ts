@@ -46,7 +46,7 @@ export interface RestHandlerOptions {
 /** Resolves true when it answered the request, false when no route's path matches. */
 export type RestHandler = (req: NodeServerRequest, res: NodeServerResponse) => Promise<boolean>;
 
-/** Request headers passed on to the interceptors and services: credentials, `x-*`, tracing. */
+/** Request headers passed on to the interceptors and services: credentials, `x-*`, tracing, Idempotency-Key. */
 function forwardedHeaders(req: NodeServerRequest): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
@@ -54,6 +54,7 @@ function forwardedHeaders(req: NodeServerRequest): Headers {
     const lower = name.toLowerCase();
     if (
       lower !== "authorization" &&
+      lower !== "idempotency-key" &&
       !lower.startsWith("x-") &&
       lower !== "traceparent" &&
       lower !== "tracestate"
@@ -63,6 +64,16 @@ function forwardedHeaders(req: NodeServerRequest): Headers {
     for (const v of Array.isArray(value) ? value : [value]) headers.append(lower, v);
   }
   return headers;
+}
+
+/** Response headers of the interceptors that REST passes on: Retry-After (rate limits), Idempotent-Replayed. */
+function passedResponseHeaders(from: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of ["retry-after", "idempotent-replayed"]) {
+    const value = from.get(name);
+    if (value !== null) out[name] = value;
+  }
+  return out;
 }
 
 /**
@@ -125,7 +136,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         input,
       );
       const json = responseJson(route.method.output, response.message, route.responseBody, registry);
-      writeJson(req, res, 200, json);
+      writeJson(req, res, 200, json, passedResponseHeaders(response.header));
     } catch (err) {
       if (!writable(res)) return true;
       if (err instanceof ConnectError) {
@@ -135,7 +146,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         if (opaque && err.rawMessage !== "internal error") {
           log?.error({ err, procedure: route.method.name }, "REST call failed");
         }
-        writeError(req, res, err, registry);
+        writeError(req, res, err, registry, { headers: passedResponseHeaders(err.metadata) });
       } else {
         log?.error({ err, procedure: route.method.name }, "REST transcoding defect");
         writeError(req, res, new ConnectError("internal error", Code.Internal), registry);

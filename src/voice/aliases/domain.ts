@@ -26,6 +26,7 @@
  * - Deleting an alias removes it (DeleteAlias returns Empty); lists are
  *   newest first.
  */
+
 import {
   alreadyExists,
   type FieldViolation,
@@ -33,6 +34,7 @@ import {
   invalidArgument,
   notFound,
 } from "../../api/errors.js";
+import { recordCreated } from "../../api/idempotency/scope.js";
 import { charLength } from "../../api/labels.js";
 import { type PageResult, readPage } from "../../api/pagination.js";
 import type { Clock } from "../../clock.js";
@@ -248,7 +250,7 @@ export class AliasesDomain {
       const row = await this.store.transaction(async (s) => {
         await this.liveDomain(s, parent);
         const now = this.clock.now();
-        return s.aliases.insert({
+        const inserted = await s.aliases.insert({
           sipDomainId: parent.sipDomainId,
           id: aliasId,
           projectId: parent.projectId,
@@ -258,6 +260,9 @@ export class AliasesDomain {
           createTime: now,
           updateTime: now,
         });
+        // Idempotency-Key (src/api/idempotency/): committed with the alias.
+        await recordCreated(s.db, aliasName(ref));
+        return inserted;
       });
       return this.view(row);
     } catch (err) {

@@ -9,6 +9,8 @@
  *   number instance of the project, a number inside a provisioned range
  *   included (`findByNumber`). A number of another project, a suspended,
  *   pending or deleted instance, or no instance at all: `call.from` names it.
+ *   A number without the VOICE capability (SMS only) is FAILED_PRECONDITION
+ *   `NUMBER_NOT_VOICE_CAPABLE` (metadata `field` `call.from`).
  * - `call.options`: required; `handler_uris` 1 to 5 absolute http(s) URIs
  *   (tel: and sip: handlers are not supported yet), each violation naming
  *   `call.options.handler_uris[i]`; `state_update_uri` empty or an absolute
@@ -31,6 +33,8 @@
  *   characters, and at most 10 kB (10,240 UTF-8 bytes) of keys and values
  *   together.
  * - Output-only fields in the request are ignored.
+ * - At most CALL_CONCURRENCY_LIMIT calls of the project in flight
+ *   (concurrency.ts): beyond it RESOURCE_EXHAUSTED CONCURRENT_CALL_LIMIT.
  * The call is created QUEUED, direction OUTGOING, transport PSTN,
  * create_method API — its QUEUED state update enqueued in the same
  * transaction — and handed to the engine after the transaction commits.
@@ -39,6 +43,7 @@
 import { and, eq } from "drizzle-orm";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { type FieldViolation, invalidArgument, notFound } from "../../api/errors.js";
+import { recordCreated } from "../../api/idempotency/scope.js";
 import { newResourceId } from "../../api/ids.js";
 import { labelViolations } from "../../api/labels.js";
 import { parseResourceName } from "../../api/names.js";
@@ -54,8 +59,11 @@ import {
   type StoredCallRecording,
 } from "../../db/schema/index.js";
 import { enqueueWebhook } from "../../events/outbox.js";
+import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
+import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
 import { transcriptionNotImplemented } from "../transcription.js";
+import { admitCall } from "./concurrency.js";
 import { compileCallFilter } from "./filter.js";
 import { callJson } from "./proto.js";
 
@@ -233,18 +241,25 @@ export interface ListParams {
   filter: string;
 }
 
+export interface CallLimits {
+  /** CALL_CONCURRENCY_LIMIT: calls in flight per project (concurrency.ts); 0 or absent: none. */
+  concurrentCalls?: number;
+}
+
 export class CallsDomain {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly instances: PhoneNumberInstancesDomain,
     private readonly engine: CallStarter,
+    private readonly limits: CallLimits = {},
   ) {}
 
   async create(projectId: string, input: CallInput): Promise<CallRow> {
     const violations = callViolations(input);
+    let owner: PhoneNumberInstance | undefined;
     if (!violations.some((v) => v.field === "call.from")) {
-      const owner = await this.instances.findByNumber(input.from);
+      owner = await this.instances.findByNumber(input.from);
       if (owner === undefined || owner.projectId !== projectId || owner.lifecycleState !== "ACTIVE") {
         violations.push({
           field: "call.from",
@@ -254,11 +269,14 @@ export class CallsDomain {
       }
     }
     if (violations.length > 0) throw invalidArgument(violations);
+    const incapable = owner && capabilityRefusal(owner, input.from, "VOICE", "call.from");
+    if (incapable !== undefined) throw incapable;
     const o = input.options!;
     const unimplemented = transcriptionNotImplemented(o.recording, RECORDING_FIELD);
     if (unimplemented !== undefined) throw unimplemented;
     const now = this.clock.now();
     const row = await this.db.transaction(async (tx) => {
+      await admitCall(tx, projectId, this.limits.concurrentCalls ?? 0);
       const [inserted] = (await tx
         .insert(calls)
         .values({
@@ -289,6 +307,8 @@ export class CallsDomain {
           now,
         });
       }
+      // Idempotency-Key (src/api/idempotency/): committed with the call.
+      await recordCreated(tx, callName(inserted));
       return inserted;
     });
     // After the commit: the engine drives the call from here.

@@ -13,6 +13,8 @@
  *   connect it — FAILED_PRECONDITION with an ErrorInfo reason, nothing
  *   recorded — when:
  *   - `NUMBER_NOT_IN_SERVICE`: no instance holds `to`, or it is not ACTIVE;
+ *   - `NUMBER_NOT_VOICE_CAPABLE`: the number's capabilities lack VOICE (an
+ *     SMS-only number, numbering/capabilities.ts);
  *   - `NO_HANDLER`: the instance has no incoming_call_handler_uris.
  * - All of the instance's incoming_call_handler_uris — absolute http(s)
  *   markup handlers, `tel:+N` and `sip:user@host` forwarding targets alike —
@@ -62,6 +64,7 @@ import {
 } from "../../db/schema/index.js";
 import type { NumberDirectory } from "../../messaging/messages/incoming.js";
 import { parseE164 } from "../../messaging/unsubscribers/domain.js";
+import { capabilityRefusal } from "../../numbering/capabilities.js";
 import {
   channelLimitRefusal,
   type SipCallRequest,
@@ -141,6 +144,8 @@ export class IncomingCalls {
         metadata,
       );
     }
+    const incapable = capabilityRefusal(instance, input.to, "VOICE");
+    if (incapable !== undefined) throw incapable;
     const uris = instance.incomingCallHandlerUris;
     if (uris.length === 0) {
       throw failedPrecondition(

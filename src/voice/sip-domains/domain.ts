@@ -64,6 +64,7 @@
  */
 
 import { alreadyExists, badField, failedPrecondition, invalidArgument, notFound } from "../../api/errors.js";
+import { recordCreated } from "../../api/idempotency/scope.js";
 import { projectName, type ResourceRef, resourceName } from "../../api/names.js";
 import { type PageResult, readPage } from "../../api/pagination.js";
 import type { Clock } from "../../clock.js";
@@ -214,6 +215,8 @@ export class SipDomainsDomain {
             updateTime: now,
           });
         }
+        // Idempotency-Key (src/api/idempotency/): committed with the domain.
+        await recordCreated(s.db, name);
         return inserted;
       });
       return this.view(row);

@@ -109,7 +109,8 @@ export class VoiceStore {
   readonly sipDomains: SipDomainsRepository;
   readonly aliases: AliasesRepository;
 
-  constructor(private readonly db: DbOrTx) {
+  /** The database or transaction the repositories use (for `recordCreated` of idempotent creates). */
+  constructor(readonly db: DbOrTx) {
     this.sipDomains = new SipDomainsRepository(db);
     this.aliases = new AliasesRepository(db);
   }
