@@ -159,7 +159,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       withGrpcMessageEncoding(
         connectNodeAdapter({
           // Undecodable messages are INVALID_ARGUMENT, not INTERNAL (rpc-errors.ts).
-          routes: withClientErrors(routes),
+          routes: withClientErrors(routes, config.maxRequestBytes),
           interceptors,
           // One limit on every protocol, decompressed size included (REST: above).
           readMaxBytes: config.maxRequestBytes,

@@ -8,7 +8,8 @@
  *    that is not protobuf ("parse binary: invalid varint") or not valid gzip
  *    ("decompression failed") as INTERNAL. Both are the caller's fault: they
  *    become INVALID_ARGUMENT with a fixed message that says nothing about our
- *    internals. Messages of errors raised there (JSON parse errors may quote
+ *    internals. Its read limit errors become the REST transcoder's
+ *    RESOURCE_EXHAUSTED REQUEST_TOO_LARGE (with ErrorInfo). Messages of errors raised there (JSON parse errors may quote
  *    the input) are cut to MAX_MESSAGE_CHARS. The universal handlers of the
  *    router are wrapped once, at startup; the rewrite looks only at error
  *    responses (a status in the Connect unary body, the gRPC trailers, the
@@ -24,13 +25,14 @@
  */
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { MAX_MESSAGE_CHARS } from "../api/error-interceptor.js";
 import { clip, rpcError } from "../api/errors.js";
 import type { Fallback } from "./fallback.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
+import { bodyTooLarge } from "./rest/body.js";
 import type { NodeServerRequest } from "./types.js";
 
 /** The error for a request message that does not decode. */
@@ -48,8 +50,19 @@ export function malformedCompression(): ConnectError {
 }
 
 /** What a pre-interceptor error becomes, or undefined to leave it as it is. */
-export function rewriteClientError(err: ConnectError): ConnectError | undefined {
+export function rewriteClientError(err: ConnectError, maxRequestBytes?: number): ConnectError | undefined {
   if (err.code === Code.Internal && err.rawMessage.startsWith("parse binary:")) return malformedMessage();
+  // connect-node's read limit ("message size 20971525 is larger than
+  // configured readMaxBytes 4194304"): the same error as REST's, with its
+  // ErrorInfo. Other RESOURCE_EXHAUSTED errors (with details) are left alone.
+  if (
+    err.code === Code.ResourceExhausted &&
+    err.details.length === 0 &&
+    err.rawMessage.includes("readMaxBytes") &&
+    maxRequestBytes !== undefined
+  ) {
+    return bodyTooLarge(maxRequestBytes);
+  }
   if (err.code === Code.Internal && err.rawMessage === "decompression failed") return malformedCompression();
   if (err.rawMessage.length > MAX_MESSAGE_CHARS) {
     const cut = new ConnectError(clip(err.rawMessage, MAX_MESSAGE_CHARS), err.code, err.metadata);
@@ -59,25 +72,31 @@ export function rewriteClientError(err: ConnectError): ConnectError | undefined 
   return undefined;
 }
 
-/** `routes` with every universal handler it registers wrapped by `wrapHandler`. */
-export function withClientErrors(routes: (router: ConnectRouter) => void): (router: ConnectRouter) => void {
+/**
+ * `routes` with every universal handler it registers wrapped by
+ * `wrapHandler`; `maxRequestBytes` is the read limit given to connect-node.
+ */
+export function withClientErrors(
+  routes: (router: ConnectRouter) => void,
+  maxRequestBytes: number,
+): (router: ConnectRouter) => void {
   return (router) => {
     const before = router.handlers.length;
     routes(router);
     const handlers = router.handlers as UniversalHandler[];
-    for (let i = before; i < handlers.length; i++) handlers[i] = wrapHandler(handlers[i]!);
+    for (let i = before; i < handlers.length; i++) handlers[i] = wrapHandler(handlers[i]!, maxRequestBytes);
   };
 }
 
-function wrapHandler(handler: UniversalHandler): UniversalHandler {
+function wrapHandler(handler: UniversalHandler, limit: number): UniversalHandler {
   const wrapped = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
     const res = await handler(req);
     const contentType = req.header.get("content-type") ?? "";
     if (contentType.startsWith("application/grpc-web")) {
-      return res.body === undefined ? res : { ...res, body: grpcWebBody(res.body) };
+      return res.body === undefined ? res : { ...res, body: grpcWebBody(res.body, limit) };
     }
-    if (contentType.startsWith("application/grpc")) return grpcResponse(res);
-    return connectResponse(res);
+    if (contentType.startsWith("application/grpc")) return grpcResponse(res, limit);
+    return connectResponse(res, limit);
   };
   return Object.assign(wrapped, {
     protocolNames: handler.protocolNames,
@@ -92,21 +111,24 @@ function wrapHandler(handler: UniversalHandler): UniversalHandler {
 type Body = AsyncIterable<Uint8Array>;
 
 /** gRPC: the status is in the trailers, complete once the body is drained. */
-function grpcResponse(res: UniversalServerResponse): UniversalServerResponse {
+function grpcResponse(res: UniversalServerResponse, limit: number): UniversalServerResponse {
   const trailer = res.trailer;
   if (trailer === undefined || res.body === undefined) return res;
   const body = res.body;
   async function* drained() {
     yield* body;
-    fixTrailer(trailer!);
+    fixTrailer(trailer!, limit);
   }
   return { ...res, body: drained() };
 }
 
-function fixTrailer(trailer: Headers): boolean {
+function fixTrailer(trailer: Headers, limit?: number): boolean {
   const status = trailer.get("grpc-status");
   if (status === null || status === "0") return false;
-  const replacement = rewriteClientError(findTrailerError(trailer) ?? new ConnectError("", Code.Unknown));
+  const replacement = rewriteClientError(
+    findTrailerError(trailer) ?? new ConnectError("", Code.Unknown),
+    limit,
+  );
   if (replacement === undefined) return false;
   for (const name of ["grpc-status", "grpc-message", "grpc-status-details-bin"]) trailer.delete(name);
   setTrailerStatus(trailer, replacement);
@@ -114,13 +136,13 @@ function fixTrailer(trailer: Headers): boolean {
 }
 
 /** gRPC-Web: the status is in the trailer frame, the last envelope of the body. */
-function grpcWebBody(body: Body): Body {
+function grpcWebBody(body: Body, limit: number): Body {
   return (async function* () {
-    for await (const chunk of body) yield rewriteTrailerFrame(chunk);
+    for await (const chunk of body) yield rewriteTrailerFrame(chunk, limit);
   })();
 }
 
-function rewriteTrailerFrame(chunk: Uint8Array): Uint8Array {
+function rewriteTrailerFrame(chunk: Uint8Array, limit: number): Uint8Array {
   // One envelope per chunk: flags, 4-byte length, data. Compressed trailer
   // frames (flag 0x01 too) are left alone; trailers are far below the
   // compression threshold.
@@ -128,7 +150,7 @@ function rewriteTrailerFrame(chunk: Uint8Array): Uint8Array {
   const length = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength).getUint32(1);
   if (length !== chunk.length - 5) return chunk;
   const trailer = trailerParse(chunk.subarray(5));
-  if (!fixTrailer(trailer)) return chunk;
+  if (!fixTrailer(trailer, limit)) return chunk;
   const data = trailerSerialize(trailer);
   const out = new Uint8Array(5 + data.length);
   out[0] = trailerFlag;
@@ -138,7 +160,10 @@ function rewriteTrailerFrame(chunk: Uint8Array): Uint8Array {
 }
 
 /** Connect unary: an error is a non-200 status with the error JSON as the whole body. */
-async function connectResponse(res: UniversalServerResponse): Promise<UniversalServerResponse> {
+async function connectResponse(
+  res: UniversalServerResponse,
+  limit: number,
+): Promise<UniversalServerResponse> {
   if (res.status === 200 || res.body === undefined) return res;
   // Error bodies are small (and their messages cut below); read them whole.
   const chunks: Uint8Array[] = [];
@@ -148,6 +173,7 @@ async function connectResponse(res: UniversalServerResponse): Promise<UniversalS
   try {
     replacement = rewriteClientError(
       errorFromJsonBytes(bytes, undefined, new ConnectError("", Code.Unknown)),
+      limit,
     );
   } catch {
     replacement = undefined;
@@ -158,7 +184,7 @@ async function connectResponse(res: UniversalServerResponse): Promise<UniversalS
   header.delete("content-length");
   return {
     ...res,
-    status: replacement.code === Code.InvalidArgument ? 400 : res.status,
+    status: codeToHttpStatus(replacement.code),
     header,
     body: once(json),
   };
