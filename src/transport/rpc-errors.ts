@@ -9,15 +9,16 @@
  *    ("decompression failed") as INTERNAL. Both are the caller's fault: they
  *    become INVALID_ARGUMENT with a fixed message that says nothing about our
  *    internals. Its read limit errors become the REST transcoder's
- *    RESOURCE_EXHAUSTED REQUEST_TOO_LARGE (with ErrorInfo). Messages of errors raised there (JSON parse errors may quote
- *    the input) are cut to MAX_MESSAGE_CHARS. The universal handlers of the
+ *    RESOURCE_EXHAUSTED REQUEST_TOO_LARGE (with ErrorInfo). Messages of
+ *    errors raised there (JSON parse errors may quote the input) are cut to
+ *    MAX_MESSAGE_CHARS. The universal handlers of the
  *    router are wrapped once, at startup; the rewrite looks only at error
  *    responses (a status in the Connect unary body, the gRPC trailers, the
  *    gRPC-Web trailer frame).
  *
  * 2. `rpcUnimplemented`: a fallback link answering a gRPC, gRPC-Web or
  *    Connect request for an unknown `/package.Service/Method` with
- *    UNIMPLEMENTED: gRPC with HTTP 200 and `grpc-status: 12` (trailers-only),
+ *    UNIMPLEMENTED: gRPC with HTTP 200 and `grpc-status: 12` in the trailers,
  *    gRPC-Web with HTTP 200 and its trailer frame, Connect with HTTP 501 and
  *    the Connect error JSON (`codeToHttpStatus(Unimplemented)` in the Connect
  *    protocol; its clients read `"code": "unimplemented"` from the body).
