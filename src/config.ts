@@ -27,6 +27,14 @@ export interface Config {
   /** pino log level. */
   logLevel: string;
   /**
+   * MAX_REQUEST_BYTES: the largest request message the port accepts, on
+   * every protocol (REST bodies, Connect, gRPC and gRPC-Web messages), and
+   * measured after decompression. Larger requests are refused with
+   * RESOURCE_EXHAUSTED (REST: HTTP 413) without being read to the end.
+   * Default 4194304 (4 MiB, gRPC's default message limit).
+   */
+  maxRequestBytes: number;
+  /**
    * The operator token (SWITCHBOARD_OPERATOR_TOKEN): every permission
    * everywhere plus the admin API. Unset on the embedded database: generated
    * on first start and kept in the data directory.
@@ -142,6 +150,9 @@ export interface WebhooksConfig {
   /** WEBHOOKS_BATCH_SIZE: events one worker claims and delivers at a time. Default 10. */
   batchSize: number;
 }
+
+/** Default of MAX_REQUEST_BYTES: 4 MiB, gRPC's default message size limit. */
+export const DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
 /** Default of NUMBER_QUARANTINE_SECONDS: 30 days. */
 export const DEFAULT_NUMBER_QUARANTINE_SECONDS = 30 * 24 * 3600;
@@ -280,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS, ["*"]),
     logLevel,
+    maxRequestBytes: int(env, "MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES, 1024, 1024 * 1024 * 1024),
     operatorToken: operatorToken(env.SWITCHBOARD_OPERATOR_TOKEN, databaseUrl),
     sipDomains: sipDomains(env),
     simulatorTimeScale: simulatorTimeScale(env),

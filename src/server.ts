@@ -35,7 +35,9 @@ import { createHealthHttp, createHealthService, HealthStatus } from "./transport
 import { createOnePortServer, type OnePortServer } from "./transport/one-port.js";
 import { createOpenApiHttp } from "./transport/openapi.js";
 import { createReflectionServices } from "./transport/reflection.js";
+import { withEarlyAnswers } from "./transport/request-body.js";
 import { createRestHandler, writeNotFound } from "./transport/rest/index.js";
+import { rpcUnimplemented, withClientErrors } from "./transport/rpc-errors.js";
 import type { NodeHandlerFn } from "./transport/types.js";
 import type { CallEngine } from "./voice/calls/engine.js";
 
@@ -179,7 +181,9 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     // GET signed recording audio links (src/recordings/links.ts)
     recordingAudioRoute(recordings),
     // google.api.http paths, through the same services and interceptors
-    createRestHandler({ services, routes, interceptors, log }),
+    createRestHandler({ services, routes, interceptors, log, maxBodyBytes: config.maxRequestBytes }),
+    // gRPC, gRPC-Web and Connect calls of procedures not served: UNIMPLEMENTED
+    rpcUnimplemented,
     (req, res) => {
       writeNotFound(req, res); // 404 in the REST error shape
       return true;
@@ -188,15 +192,21 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   // Aborted on close(): long-running handlers (streams) see ctx.signal abort.
   const shutdown = new AbortController();
   const handler = withCors(
-    withGrpcMessageEncoding(
-      connectNodeAdapter({
-        routes,
-        interceptors,
-        shutdownSignal: shutdown.signal,
-        fallback: chainFallbacks(fallbacks, {
-          onError: (err, req) => log.error({ err, url: req.url }, "fallback handler failed"),
+    withEarlyAnswers(
+      withGrpcMessageEncoding(
+        connectNodeAdapter({
+          // Undecodable messages are INVALID_ARGUMENT, not INTERNAL (rpc-errors.ts).
+          routes: withClientErrors(routes, config.maxRequestBytes),
+          interceptors,
+          // One limit on every protocol, decompressed size included (REST: above).
+          readMaxBytes: config.maxRequestBytes,
+          shutdownSignal: shutdown.signal,
+          fallback: chainFallbacks(fallbacks, {
+            onError: (err, req) => log.error({ err, url: req.url }, "fallback handler failed"),
+          }),
         }),
-      }),
+      ),
+      config.maxRequestBytes,
     ),
     { allowedOrigins: config.corsAllowedOrigins },
   );

@@ -7,6 +7,10 @@
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { clip } from "./errors.js";
+
+/** The longest error message a caller gets (anything longer is cut). */
+export const MAX_MESSAGE_CHARS = 1024;
 
 export function createErrorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
@@ -23,6 +27,13 @@ export function createErrorInterceptor(log: Logger): Interceptor {
       if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) {
         if (log.isLevelEnabled("debug")) {
           log.debug({ procedure, code: Code[err.code], reason: err.rawMessage, ms }, "rpc");
+        }
+        // A safety net for messages that echo client input at length: the
+        // message is cut, the code and details are kept.
+        if (err.rawMessage.length > MAX_MESSAGE_CHARS) {
+          const cut = new ConnectError(clip(err.rawMessage, MAX_MESSAGE_CHARS), err.code, err.metadata);
+          cut.details.push(...err.details);
+          throw cut;
         }
         throw err;
       }

@@ -88,11 +88,18 @@ function resourceInfo(resourceType: string, resourceName: string, description: s
   };
 }
 
+/**
+ * Client input (names, values) echoed in an error is cut to this many
+ * characters, so that an error never grows with the request.
+ */
+export const MAX_ECHO_CHARS = 200;
+
 /** NOT_FOUND for a named resource. */
 export function notFound(resourceType: string, resourceName: string): ConnectError {
-  return new ConnectError(`${resourceName} not found`, Code.NotFound, undefined, [
-    errorInfo("RESOURCE_NOT_FOUND", { resource: resourceName }),
-    resourceInfo(resourceType, resourceName, "not found"),
+  const name = clip(resourceName, MAX_ECHO_CHARS);
+  return new ConnectError(`${name} not found`, Code.NotFound, undefined, [
+    errorInfo("RESOURCE_NOT_FOUND", { resource: name }),
+    resourceInfo(resourceType, name, "not found"),
   ]);
 }
 
@@ -103,9 +110,10 @@ export function alreadyExists(
   message: string,
   metadata: Record<string, string> = {},
 ): ConnectError {
+  const name = clip(resourceName, MAX_ECHO_CHARS);
   return new ConnectError(message, Code.AlreadyExists, undefined, [
-    errorInfo("RESOURCE_ALREADY_EXISTS", { resource: resourceName, ...metadata }),
-    resourceInfo(resourceType, resourceName, message),
+    errorInfo("RESOURCE_ALREADY_EXISTS", { resource: name, ...metadata }),
+    resourceInfo(resourceType, name, message),
   ]);
 }
 

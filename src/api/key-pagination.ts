@@ -8,7 +8,9 @@
  * differs: the key of the last row returned, and the next page starts
  * strictly after it.
  */
+
 import { type PageRequest, type PageResult, readPageToken, writePageToken } from "./pagination.js";
+import { isStorableText } from "./safe-input.js";
 
 /**
  * Reads one page with `fetch(after, limit)`, which returns rows in key order
@@ -20,7 +22,7 @@ export async function readKeyPage<T>(
   fetch: (after: string | undefined, limit: number) => Promise<T[]>,
 ): Promise<PageResult<T>> {
   const { limit, hash, after } = readPageToken(request, (p) =>
-    typeof p === "string" && p !== "" && p.length <= 200 ? p : undefined,
+    typeof p === "string" && p !== "" && p.length <= 200 && isStorableText(p) ? p : undefined,
   );
   const rows = await fetch(after, limit + 1);
   if (rows.length <= limit) return { items: rows, nextPageToken: "" };

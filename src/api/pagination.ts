@@ -19,6 +19,7 @@
 import { createHash } from "node:crypto";
 import { type AnyColumn, desc, type SQL, sql } from "drizzle-orm";
 import { badField } from "./errors.js";
+import { isStorableText } from "./safe-input.js";
 
 export const DEFAULT_PAGE_SIZE = 10;
 export const MAX_PAGE_SIZE = 100;
@@ -137,12 +138,18 @@ export function readPageToken<P>(
   return { limit, hash, after };
 }
 
+/** The times a token may carry: 0001-01-01 to 9999-12-31 (what timestamptz and JS both hold). */
+const MIN_TOKEN_TIME = -62_135_596_800_000;
+const MAX_TOKEN_TIME = 253_402_300_799_999;
+
 function parsePosition(raw: unknown): PagePosition | undefined {
   if (!Array.isArray(raw) || raw.length !== 2) return undefined;
   const [t, i] = raw as [unknown, unknown];
-  if (typeof t !== "number" || !Number.isSafeInteger(t) || Number.isNaN(new Date(t).getTime()))
+  // A forged token must not reach the database with a time it cannot hold
+  // or an id it cannot store (NUL, lone surrogates).
+  if (typeof t !== "number" || !Number.isSafeInteger(t) || t < MIN_TOKEN_TIME || t > MAX_TOKEN_TIME)
     return undefined;
-  if (typeof i !== "string" || i === "" || i.length > 200) return undefined;
+  if (typeof i !== "string" || i === "" || i.length > 200 || !isStorableText(i)) return undefined;
   return { createTime: new Date(t), id: i };
 }
 

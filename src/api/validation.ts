@@ -5,6 +5,11 @@
  * each field by its proto path (`regulatory_listing.address.address_lines[0]`).
  * Rules that depend on other data (region-dependent postcodes, URI kinds,
  * required-on-create) live in the domain layer and use the same error shape.
+ *
+ * Before the rules, one generic check of every string and timestamp in the
+ * message (src/api/safe-input.ts): NUL characters, lone surrogates and
+ * out-of-range timestamps, which the database cannot store, are
+ * INVALID_ARGUMENT naming the field instead of a database error.
  */
 
 import type { DescMessage, Message } from "@bufbuild/protobuf";
@@ -12,8 +17,11 @@ import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import type { Interceptor } from "@connectrpc/connect";
 import { type FieldViolation, invalidArgument } from "./errors.js";
+import { unsafeInput } from "./safe-input.js";
 
 export function validateMessage(validator: Validator, desc: DescMessage, message: Message): void {
+  const unsafe = unsafeInput(desc, message);
+  if (unsafe.length > 0) throw invalidArgument(unsafe);
   const result = validator.validate(desc, message);
   if (result.kind === "valid") return;
   if (result.kind === "invalid") {

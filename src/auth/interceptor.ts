@@ -11,7 +11,7 @@ import { create, getOption } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import { resource } from "../../gen/google/api/resource_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { ERROR_DOMAIN, notFound } from "../api/errors.js";
+import { clip, ERROR_DOMAIN, MAX_ECHO_CHARS, notFound } from "../api/errors.js";
 import { expandBinding, METHOD_POLICIES, type MethodPolicy } from "./permissions.js";
 import { hashSecret, keyIdOf, safeEqual } from "./secrets.js";
 
@@ -46,7 +46,9 @@ export function unauthenticated(reason: string, message: string): ConnectError {
   return reasonError(Code.Unauthenticated, reason, message);
 }
 
-function denied(permission: string, resource: string): ConnectError {
+function denied(permission: string, name: string): ConnectError {
+  // The resource is the caller's input: echoed cut short.
+  const resource = clip(name, MAX_ECHO_CHARS);
   return reasonError(
     Code.PermissionDenied,
     "PERMISSION_DENIED",

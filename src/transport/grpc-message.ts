@@ -19,7 +19,7 @@ const SPEC_SAFE = /^[\x20-\x24\x26-\x7e]*$/;
 
 /** Percent-encodes `message` per the gRPC spec: `%` and bytes outside 0x20-0x7E. */
 export function encodeGrpcMessage(message: string): string {
-  if (SPEC_SAFE.test(message)) return message;
+  if (SPEC_SAFE.test(message)) return spaceSafe(message);
   let out = "";
   for (const byte of Buffer.from(message, "utf8")) {
     out +=
@@ -27,7 +27,17 @@ export function encodeGrpcMessage(message: string): string {
         ? String.fromCharCode(byte)
         : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
-  return out;
+  return spaceSafe(out);
+}
+
+/**
+ * HTTP/2 field values may not begin or end with whitespace (RFC 9113
+ * 8.2.1): a message such as `unknown service  ` lost its whole grpc-message
+ * on the way. Those spaces are percent-encoded, which every decoder undoes.
+ */
+function spaceSafe(value: string): string {
+  if (!value.startsWith(" ") && !value.endsWith(" ")) return value;
+  return value.replace(/^ +| +$/g, (spaces) => "%20".repeat(spaces.length));
 }
 
 function reencode(value: string): string {

@@ -15,6 +15,7 @@ import {
   HealthListResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/grpc/health/v1/health_pb.js";
+import { clip, MAX_ECHO_CHARS } from "../api/errors.js";
 import type { Fallback } from "./fallback.js";
 
 export { ServingStatus };
@@ -106,7 +107,8 @@ export function createHealthService(status: HealthStatus): ServiceImpl<typeof He
   return {
     check(req) {
       const s = status.get(req.service);
-      if (s === undefined) throw new ConnectError(`unknown service ${req.service}`, Code.NotFound);
+      if (s === undefined)
+        throw new ConnectError(`unknown service ${clip(req.service, MAX_ECHO_CHARS)}`, Code.NotFound);
       return response(s);
     },
     list() {
