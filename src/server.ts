@@ -22,6 +22,10 @@ import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { numberingDomains } from "./numbering/domains.js";
 import { seedDemoInventory } from "./numbering/inventory/demo.js";
+import { markRest, withAccessLog } from "./observability/access-log.js";
+import { addGaugeSource, instrumentDrizzle } from "./observability/metrics.js";
+import { metricsRoute } from "./observability/metrics-route.js";
+import { webhookQueueDepth } from "./observability/queue-depth.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
@@ -80,6 +84,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const config = options.config ?? loadConfig();
   const log = options.log ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
+  instrumentDrizzle();
   let owned: Database | undefined;
   let db = options.db;
   if (db === undefined) {
@@ -139,10 +144,12 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const fallbacks: Fallback[] = [
     // GET /healthz, /readyz (ready when the database answers)
     createHealthHttp(health, { readiness: options.readiness ?? (() => databaseAnswers(database)) }),
+    // GET /metrics (Prometheus; the operator token)
+    metricsRoute(operatorToken.token),
     // GET signed recording audio links (src/recordings/links.ts)
     recordingAudioRoute(recordings),
     // google.api.http paths, through the same services and interceptors
-    createRestHandler({ services, routes, interceptors, log }),
+    markRest(createRestHandler({ services, routes, interceptors, log })),
     (req, res) => {
       writeNotFound(req, res); // 404 in the REST error shape
       return true;
@@ -150,19 +157,26 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   ];
   // Aborted on close(): long-running handlers (streams) see ctx.signal abort.
   const shutdown = new AbortController();
-  const handler = withCors(
-    withGrpcMessageEncoding(
-      connectNodeAdapter({
-        routes,
-        interceptors,
-        shutdownSignal: shutdown.signal,
-        fallback: chainFallbacks(fallbacks, {
-          onError: (err, req) => log.error({ err, url: req.url }, "fallback handler failed"),
+  const handler = withAccessLog(
+    withCors(
+      withGrpcMessageEncoding(
+        connectNodeAdapter({
+          routes,
+          interceptors,
+          shutdownSignal: shutdown.signal,
+          fallback: chainFallbacks(fallbacks, {
+            onError: (err, req) => log.error({ err, url: req.url }, "fallback handler failed"),
+          }),
         }),
-      }),
+      ),
+      { allowedOrigins: config.corsAllowedOrigins },
     ),
-    { allowedOrigins: config.corsAllowedOrigins },
+    log,
   );
+  const removeGauges = addGaugeSource({
+    activeCalls: () => engine.activeCount,
+    webhookQueue: () => webhookQueueDepth(database),
+  });
 
   // Registers the engine and ends the calls of engines that died (liveness.ts).
   await engine.begin();
@@ -198,6 +212,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await s?.close();
       } finally {
         shutdown.abort();
+        removeGauges();
         await engine.stop();
         await webhooks?.stop();
         await owned?.close();

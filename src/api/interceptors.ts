@@ -1,7 +1,8 @@
 /**
  * The interceptors of every route, in order, shared by the server and by
  * in-process tests so that both run requests through the same chain:
- * errors (outermost: anything unexpected becomes a bare INTERNAL), then
+ * observation (request id in errors, what the access log and metrics say
+ * about the RPC; src/observability/), errors (outermost: anything unexpected becomes a bare INTERNAL), then
  * authentication and authorization (no lookups), then protovalidate, then
  * the existence of the projects the request names.
  */
@@ -14,6 +15,7 @@ import {
 } from "../auth/interceptor.js";
 import { METHOD_POLICIES } from "../auth/permissions.js";
 import type { Logger } from "../log.js";
+import { createObserveInterceptor } from "../observability/observe-interceptor.js";
 import { createErrorInterceptor } from "./error-interceptor.js";
 import { createValidationInterceptor } from "./validation.js";
 
@@ -24,6 +26,7 @@ export function createInterceptors(
   policies: Policies = METHOD_POLICIES,
 ): Interceptor[] {
   return [
+    createObserveInterceptor(policies),
     createErrorInterceptor(log),
     createAuthInterceptor(auth, policies),
     createValidationInterceptor(),
