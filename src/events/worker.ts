@@ -21,6 +21,7 @@ import type { Clock } from "../clock.js";
 import type { WebhooksConfig } from "../config.js";
 import type { Db } from "../db/client.js";
 import type { Logger } from "../log.js";
+import { observeRound } from "../observability/webhooks.js";
 import { type Attempt, deliverRound, MAX_ROUNDS, RETRY_DELAYS_SECONDS } from "./delivery.js";
 import { type ClaimedEvent, type RoundOutcome, WebhookEventsRepository } from "./repository.js";
 
@@ -88,10 +89,8 @@ export class WebhookWorker {
     );
     if (!kept) {
       log.warn({ eventId: event.id, worker: this.id }, "webhook lease lost before the round was recorded");
-    } else if (outcome.state === "FAILED") {
-      log.warn({ eventId: event.id, projectId: event.projectId, rounds: round }, "webhook abandoned");
     } else {
-      log.debug({ eventId: event.id, round, state: outcome.state }, "webhook round finished");
+      observeRound(log, event, round, result.attempts, outcome.state, now);
     }
   }
 
