@@ -125,10 +125,12 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     store: new DbCredentialStore(database),
   });
 
-  const interceptors: Interceptor[] = createInterceptors(log, authenticator, {
-    ...METHOD_POLICIES,
-    ...options.extraPolicies,
-  });
+  const interceptors: Interceptor[] = createInterceptors(
+    log,
+    authenticator,
+    { ...METHOD_POLICIES, ...options.extraPolicies },
+    { allowPrivateDestinations: config.webhooks.allowPrivateDestinations },
+  );
   // Standard services of the port: health (every served name SERVING) and
   // reflection (listing everything on the router, itself included).
   const reflection = createReflectionServices([...services.map((s) => s.desc), Health]);

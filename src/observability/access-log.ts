@@ -108,6 +108,9 @@ export function withAccessLog(handler: NodeHandlerFn, log: Logger): NodeHandlerF
       transport: transportOf(req),
     };
     res.setHeader("x-request-id", ctx.id);
+    ctx.setResponseHeader = (name, values) => {
+      if (!res.headersSent) res.setHeader(name, values);
+    };
     const written = countWrites(res);
     requestsInFlight.inc();
     let done = false;

@@ -60,7 +60,6 @@ export function createObserveInterceptor(policies: Policies): Interceptor {
       if (ctx !== undefined) {
         ctx.code = "OK";
         credentialOf(req.contextValues.get(principalKey), ctx);
-        for (const w of ctx.warnings ?? []) res.header.append("warning", w);
       }
       return res;
     } catch (err) {

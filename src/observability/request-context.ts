@@ -25,8 +25,11 @@ export interface RequestContext {
   credential?: string;
   /** The canonical code, UPPER_SNAKE (`OK`, `NOT_FOUND`), once the RPC finished. */
   code?: string;
-  /** `Warning` header values to send with the response (see warnings.ts). */
-  warnings?: string[];
+  /**
+   * Sets a header of the HTTP response (before it is written), whatever the
+   * transport: REST answers through its own writer, not the RPC response.
+   */
+  setResponseHeader?: (name: string, values: string[]) => void;
 }
 
 export const requestContext = new AsyncLocalStorage<RequestContext>();

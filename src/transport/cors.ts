@@ -32,6 +32,8 @@ export const corsExposedHeaders: readonly string[] = unique([
   "Grpc-Message",
   "Grpc-Status-Details-Bin",
   "Retry-After",
+  "X-Request-Id",
+  "Warning",
 ]);
 
 function unique(names: string[]): string[] {
