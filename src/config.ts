@@ -3,6 +3,7 @@
  * validated. Nothing else in src/ reads process.env.
  */
 import { resolve } from "node:path";
+import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
 import {
@@ -60,6 +61,8 @@ export interface Config {
   callRates: CallRates;
   /** Recordings: blob store, download links, processing (src/recordings/). */
   recordings: RecordingsConfig;
+  /** OpenTelemetry tracing from the standard OTEL_* variables (src/observability/tracing.ts). */
+  tracing: TracingConfig;
 }
 
 export interface RecordingsConfig {
@@ -235,6 +238,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: webhooks(env),
     callRates: callRates(env),
     recordings: recordings(env, dataDir, databaseUrl),
+    tracing: loadTracingConfig(env),
   };
 }
 

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { sql } from "drizzle-orm";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
@@ -26,6 +27,7 @@ import { markRest, withAccessLog } from "./observability/access-log.js";
 import { addGaugeSource, instrumentDrizzle } from "./observability/metrics.js";
 import { metricsRoute } from "./observability/metrics-route.js";
 import { webhookQueueDepth } from "./observability/queue-depth.js";
+import { startTracing } from "./observability/tracing.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
@@ -73,6 +75,8 @@ export interface BuildOptions {
    * names.
    */
   db?: Db;
+  /** Where spans go instead of the OTLP exporter (tests: an InMemorySpanExporter); turns tracing on. */
+  spanExporter?: SpanExporter;
   /**
    * Timers of the carrier simulator and the call engine; by default real
    * timers at SIMULATOR_TIME_SCALE on `clock` (tests pass a ManualScheduler).
@@ -85,6 +89,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const log = options.log ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   instrumentDrizzle();
+  const stopTracing = startTracing(config.tracing, options.spanExporter);
   let owned: Database | undefined;
   let db = options.db;
   if (db === undefined) {
@@ -219,6 +224,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await webhooks?.stop();
         await owned?.close();
         owned = undefined;
+        await stopTracing?.();
       }
     },
   };

@@ -16,6 +16,7 @@ import type { Logger } from "../log.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "../transport/types.js";
 import { requestDuration, requestsInFlight, requestsTotal } from "./metrics.js";
 import { type RequestContext, requestContext, requestIdFrom, type TransportName } from "./request-context.js";
+import { type Span, SpanStatusCode, startRequestSpan } from "./tracing.js";
 
 /** The transport a request arrived on, as far as its headers tell (Connect unary and REST look alike here). */
 function transportOf(req: NodeServerRequest): TransportName {
@@ -114,6 +115,7 @@ export function withAccessLog(handler: NodeHandlerFn, log: Logger): NodeHandlerF
     const written = countWrites(res);
     requestsInFlight.inc();
     let done = false;
+    let span: Span | undefined;
     const finish = () => {
       if (done) return;
       done = true;
@@ -130,6 +132,24 @@ export function withAccessLog(handler: NodeHandlerFn, log: Logger): NodeHandlerF
       };
       requestsTotal.inc(labels);
       requestDuration.observe(labels, seconds);
+      if (span !== undefined) {
+        if (rpc) span.updateName(`${ctx.service}/${ctx.method}`);
+        span.setAttributes({
+          "rpc.system": rpc
+            ? ctx.transport === "grpc" || ctx.transport === "grpc-web"
+              ? "grpc"
+              : "connect_rpc"
+            : "",
+          ...(rpc ? { "rpc.service": ctx.service!, "rpc.method": ctx.method! } : {}),
+          "switchboard.transport": ctx.transport,
+          "switchboard.request_id": ctx.id,
+          "switchboard.code": code,
+          "http.response.status_code": res.statusCode,
+          ...(ctx.project === undefined ? {} : { "switchboard.project": ctx.project }),
+        });
+        if (code !== "OK") span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+        span.end();
+      }
       const level = isHealthProbe(ctx, route) ? "debug" : "info";
       if (!log.isLevelEnabled(level)) return;
       const contentLength = req.headers["content-length"];
@@ -153,7 +173,10 @@ export function withAccessLog(handler: NodeHandlerFn, log: Logger): NodeHandlerF
     };
     res.once("close", finish);
     res.once("finish", finish);
-    requestContext.run(ctx, () => handler(req, res));
+    startRequestSpan(req.headers, `${req.method ?? "GET"} ${httpRouteOf(req.url)}`, (s) => {
+      span = s;
+      requestContext.run(ctx, () => handler(req, res));
+    });
   };
 }
 
