@@ -213,20 +213,19 @@ export function equality(field: string, op: string, column: Parameters<typeof eq
 }
 
 /** The restrictions of ListCalls. */
-function callRestriction(field: string, opText: string, value: string): SQL {
-  const op = { text: opText };
+function callRestriction(field: string, op: string, value: string): SQL {
   if (field in ENUM_FIELDS) {
     const { column, values } = ENUM_FIELDS[field as keyof typeof ENUM_FIELDS];
     if (!(values as readonly string[]).includes(value)) {
       fail(`${field} must be compared with one of ${values.join(", ")}`);
     }
-    return equality(field, op.text, column, value);
+    return equality(field, op, column, value);
   }
   if (field in STRING_FIELDS) {
-    return equality(field, op.text, STRING_FIELDS[field as keyof typeof STRING_FIELDS], value);
+    return equality(field, op, STRING_FIELDS[field as keyof typeof STRING_FIELDS], value);
   }
   if (field in TIME_FIELDS) {
-    return timeComparison(field, op.text, TIME_FIELDS[field as keyof typeof TIME_FIELDS], value);
+    return timeComparison(field, op, TIME_FIELDS[field as keyof typeof TIME_FIELDS], value);
   }
   fail(
     `unknown field ${JSON.stringify(field)}; filterable: ${[
