@@ -108,7 +108,7 @@ export const engineHeartbeatsTotal = new Counter({
 export interface GaugeSource {
   /** Calls this app's engine drives now. */
   activeCalls(): number;
-  /** Webhook events by state (PENDING, DELIVERED, FAILED); undefined when unknown. */
+  /** Webhook events by state (PENDING, FAILED); undefined when unknown. */
   webhookQueue(): Promise<Record<string, number> | undefined>;
 }
 
@@ -133,7 +133,7 @@ new Gauge({
 
 new Gauge({
   name: "switchboard_webhook_queue_depth",
-  help: "Webhook events in the outbox by state (read from the database at scrape time).",
+  help: "Webhook events waiting (PENDING) or abandoned (FAILED), read from the database at scrape time.",
   labelNames: ["state"] as const,
   registers: [registry],
   async collect() {
@@ -142,7 +142,7 @@ new Gauge({
     for (const s of sources) {
       const counts = await s.webhookQueue();
       if (counts === undefined) continue;
-      for (const state of ["PENDING", "DELIVERED", "FAILED"]) this.set({ state }, counts[state] ?? 0);
+      for (const state of ["PENDING", "FAILED"]) this.set({ state }, counts[state] ?? 0);
       return;
     }
   },

@@ -1,5 +1,10 @@
-/** The webhook outbox by state, for the queue-depth gauge (read at scrape time). */
-import { count } from "drizzle-orm";
+/**
+ * The webhook outbox's unfinished and abandoned events (PENDING, FAILED),
+ * for the queue-depth gauge, read at scrape time. DELIVERED events are not
+ * counted: they only grow, and counting them would scan the whole table on
+ * every scrape.
+ */
+import { count, inArray } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { webhookEvents } from "../db/schema/index.js";
 
@@ -8,6 +13,7 @@ export async function webhookQueueDepth(db: Db): Promise<Record<string, number> 
     const rows = await db
       .select({ state: webhookEvents.state, n: count() })
       .from(webhookEvents)
+      .where(inArray(webhookEvents.state, ["PENDING", "FAILED"]))
       .groupBy(webhookEvents.state);
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   } catch {
