@@ -3,6 +3,7 @@
  * validated. Nothing else in src/ reads process.env.
  */
 import { resolve } from "node:path";
+import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
 import {
@@ -82,6 +83,8 @@ export interface Config {
    * before replying. Unset by default.
    */
   faultKillAfterCreateCommit: string | undefined;
+  /** OpenTelemetry tracing from the standard OTEL_* variables (src/observability/tracing.ts). */
+  tracing: TracingConfig;
 }
 
 /** A token bucket: `perSecond` tokens added per second up to `burst`; perSecond 0 turns it off. */
@@ -310,6 +313,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     limits: limits(env),
     idempotencyKeyTtlSeconds: int(env, "IDEMPOTENCY_KEY_TTL_SECONDS", 86_400, 60, 30 * 86_400),
     faultKillAfterCreateCommit: env.FAULT_KILL_AFTER_CREATE_COMMIT || undefined,
+    tracing: loadTracingConfig(env),
   };
 }
 

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { sql } from "drizzle-orm";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
@@ -25,6 +26,11 @@ import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { numberingDomains } from "./numbering/domains.js";
 import { seedDemoInventory } from "./numbering/inventory/demo.js";
+import { markRest, withAccessLog } from "./observability/access-log.js";
+import { addGaugeSource, instrumentDrizzle } from "./observability/metrics.js";
+import { metricsRoute } from "./observability/metrics-route.js";
+import { webhookQueueDepth } from "./observability/queue-depth.js";
+import { startTracing } from "./observability/tracing.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
@@ -75,6 +81,8 @@ export interface BuildOptions {
    * names.
    */
   db?: Db;
+  /** Where spans go instead of the OTLP exporter (tests: an InMemorySpanExporter); turns tracing on. */
+  spanExporter?: SpanExporter;
   /**
    * Timers of the carrier simulator and the call engine; by default real
    * timers at SIMULATOR_TIME_SCALE on `clock` (tests pass a ManualScheduler).
@@ -88,6 +96,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const config = options.config ?? loadConfig();
   const log = options.log ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
+  instrumentDrizzle();
+  const stopTracing = startTracing(config.tracing, options.spanExporter);
   let owned: Database | undefined;
   let db = options.db;
   // Start-up steps are logged at info with their duration (an operator
@@ -154,12 +164,13 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   });
 
   const policies = { ...METHOD_POLICIES, ...options.extraPolicies };
-  const interceptors: Interceptor[] = createInterceptors(
-    log,
-    authenticator,
-    policies,
-    hardeningInterceptors({ config, clock, log, db: database, services, policies }, options.rateLimitClock),
-  );
+  const interceptors: Interceptor[] = createInterceptors(log, authenticator, policies, {
+    ...hardeningInterceptors(
+      { config, clock, log, db: database, services, policies },
+      options.rateLimitClock,
+    ),
+    allowPrivateDestinations: config.webhooks.allowPrivateDestinations,
+  });
   // Standard services of the port: health (every served name SERVING) and
   // reflection (listing everything on the router, itself included).
   const reflection = createReflectionServices([...services.map((s) => s.desc), Health]);
@@ -178,10 +189,14 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     createHealthHttp(health, { readiness: options.readiness ?? (() => databaseAnswers(database)) }),
     // GET /openapi.json, /admin/openapi.json and the reference page /docs (no credentials)
     createOpenApiHttp(),
+    // GET /metrics (Prometheus; the operator token)
+    metricsRoute(operatorToken.token),
     // GET signed recording audio links (src/recordings/links.ts)
     recordingAudioRoute(recordings),
     // google.api.http paths, through the same services and interceptors
-    createRestHandler({ services, routes, interceptors, log, maxBodyBytes: config.maxRequestBytes }),
+    markRest(
+      createRestHandler({ services, routes, interceptors, log, maxBodyBytes: config.maxRequestBytes }),
+    ),
     // gRPC, gRPC-Web and Connect calls of procedures not served: UNIMPLEMENTED
     rpcUnimplemented,
     (req, res) => {
@@ -191,25 +206,32 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   ];
   // Aborted on close(): long-running handlers (streams) see ctx.signal abort.
   const shutdown = new AbortController();
-  const handler = withCors(
-    withEarlyAnswers(
-      withGrpcMessageEncoding(
-        connectNodeAdapter({
-          // Undecodable messages are INVALID_ARGUMENT, not INTERNAL (rpc-errors.ts).
-          routes: withClientErrors(routes, config.maxRequestBytes),
-          interceptors,
-          // One limit on every protocol, decompressed size included (REST: above).
-          readMaxBytes: config.maxRequestBytes,
-          shutdownSignal: shutdown.signal,
-          fallback: chainFallbacks(fallbacks, {
-            onError: (err, req) => log.error({ err, url: req.url }, "fallback handler failed"),
+  const handler = withAccessLog(
+    withCors(
+      withEarlyAnswers(
+        withGrpcMessageEncoding(
+          connectNodeAdapter({
+            // Undecodable messages are INVALID_ARGUMENT, not INTERNAL (rpc-errors.ts).
+            routes: withClientErrors(routes, config.maxRequestBytes),
+            interceptors,
+            // One limit on every protocol, decompressed size included (REST: above).
+            readMaxBytes: config.maxRequestBytes,
+            shutdownSignal: shutdown.signal,
+            fallback: chainFallbacks(fallbacks, {
+              onError: (err, req) => log.error({ err, url: req.url }, "fallback handler failed"),
+            }),
           }),
-        }),
+        ),
+        config.maxRequestBytes,
       ),
-      config.maxRequestBytes,
+      { allowedOrigins: config.corsAllowedOrigins },
     ),
-    { allowedOrigins: config.corsAllowedOrigins },
+    log,
   );
+  const removeGauges = addGaugeSource({
+    activeCalls: () => engine.activeCount,
+    webhookQueue: () => webhookQueueDepth(database),
+  });
 
   // Registers the engine and ends the calls of engines that died (liveness.ts).
   await engine.begin();
@@ -245,10 +267,12 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await s?.close();
       } finally {
         shutdown.abort();
+        removeGauges();
         await engine.stop();
         await webhooks?.stop();
         await owned?.close();
         owned = undefined;
+        await stopTracing?.();
       }
     },
   };

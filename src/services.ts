@@ -20,6 +20,7 @@ import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
 import { SimulatorAdmin } from "../gen/switchboard/admin/v1/simulator_pb.js";
 import { SipDomainAdmin } from "../gen/switchboard/admin/v1/sip_domains_pb.js";
 import { WebhookDeliveries } from "../gen/switchboard/admin/v1/webhooks_pb.js";
+import { WebhookDeliveries as WebhookInspector } from "../gen/switchboard/webhooks/v1/webhook_deliveries_pb.js";
 import { ApiKeysDomain } from "./admin/api-keys.js";
 import { ApiKeysRepository } from "./admin/api-keys-repository.js";
 import { apiKeysService } from "./admin/api-keys-service.js";
@@ -31,6 +32,7 @@ import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import type { Db } from "./db/client.js";
 import { WebhookDeliveriesDomain, webhookDeliveriesService } from "./events/admin-service.js";
+import { webhookInspectorService } from "./events/inspector-service.js";
 import { WebhookEventsRepository } from "./events/repository.js";
 import type { Logger } from "./log.js";
 import { MessagesDomain } from "./messaging/messages/domain.js";
@@ -112,6 +114,12 @@ export function buildServices(deps: Deps): ServiceEntry[] {
   const numbering = numberingDomains(deps.db, deps.clock, deps.config);
   const unsubscribers = new UnsubscribersDomain(new UnsubscribersRepository(deps.db), deps.clock);
   const projects = new ProjectsRepository(deps.db);
+  const deliveries = new WebhookDeliveriesDomain(
+    new WebhookEventsRepository(deps.db),
+    projects,
+    deps.clock,
+    deps.kickWebhooks ?? (() => {}),
+  );
   const voice = new VoiceStore(deps.db);
   const sipDomains = new SipDomainsDomain(voice, deps.clock, deps.config.sipDomains);
   const recordings = deps.recordings ?? createRecordings(deps);
@@ -149,12 +157,8 @@ export function buildServices(deps: Deps): ServiceEntry[] {
         }),
       ),
     },
-    {
-      desc: WebhookDeliveries,
-      impl: webhookDeliveriesService(
-        new WebhookDeliveriesDomain(new WebhookEventsRepository(deps.db), projects),
-      ),
-    },
+    { desc: WebhookDeliveries, impl: webhookDeliveriesService(deliveries) },
+    { desc: WebhookInspector, impl: webhookInspectorService(deliveries) },
     { desc: Aliases, impl: aliasesService(new AliasesDomain(voice, deps.clock, deps.config.sipDomains)) },
     {
       desc: Calls,

@@ -137,6 +137,16 @@ export const METHOD_POLICIES: Readonly<Record<string, MethodPolicy>> = {
   "switchboard.admin.v1.SimulatorAdmin/InjectIncomingMessage": OPERATOR,
   "switchboard.admin.v1.SimulatorAdmin/InjectIncomingCall": OPERATOR,
   "switchboard.admin.v1.WebhookDeliveries/ListWebhookDeliveries": OPERATOR,
+  // the project's webhook inspector (deliveries and call-control exchanges)
+  "switchboard.webhooks.v1.WebhookDeliveries/ListWebhookDeliveries": P(
+    "voice.webhookDeliveries.list",
+    "parent",
+  ),
+  "switchboard.webhooks.v1.WebhookDeliveries/GetWebhookDelivery": P("voice.webhookDeliveries.get", "name"),
+  "switchboard.webhooks.v1.WebhookDeliveries/RedeliverWebhookDelivery": P(
+    "voice.webhookDeliveries.redeliver",
+    "name",
+  ),
   // standards every client may use without a credential
   "grpc.health.v1.Health/Check": PUBLIC,
   "grpc.health.v1.Health/List": PUBLIC,

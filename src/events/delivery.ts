@@ -9,6 +9,7 @@ import { performance } from "node:perf_hooks";
 import { newResourceId } from "../api/ids.js";
 import type { Clock } from "../clock.js";
 import type { WebhooksConfig } from "../config.js";
+import { injectTraceHeaders, inSpan, SpanKind, SpanStatusCode } from "../observability/tracing.js";
 import { type HttpResponse, httpPost } from "./http.js";
 import { signedHeaders } from "./signing.js";
 
@@ -76,11 +77,29 @@ export async function deliverRound(
     });
     let response: HttpResponse | undefined;
     let error: string | undefined;
-    try {
-      response = await httpPost(uri, headers, request.body, options);
-    } catch (err) {
-      error = err instanceof Error ? err.message : String(err);
-    }
+    await inSpan(
+      `webhook ${request.eventType}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          "url.full": uri,
+          "http.request.method": "POST",
+          "webhook.event": request.eventType,
+          "webhook.id": request.eventId,
+        },
+      },
+      async (span) => {
+        injectTraceHeaders(headers);
+        try {
+          response = await httpPost(uri, headers, request.body, options);
+          span?.setAttribute("http.response.status_code", response.status);
+          if (!isSuccess(response.status)) span?.setStatus({ code: SpanStatusCode.ERROR });
+        } catch (err) {
+          error = err instanceof Error ? err.message : String(err);
+          span?.setStatus({ code: SpanStatusCode.ERROR, message: error });
+        }
+      },
+    );
     attempts.push({
       uri,
       startTime,

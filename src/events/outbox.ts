@@ -29,6 +29,8 @@ export interface WebhookToEnqueue {
   now: Date;
 }
 
+const CALL_NAME = /^projects\/[^/]+\/calls\/([^/]+)$/;
+
 /**
  * Writes a webhook event in the caller's transaction (or, given a `db`, on
  * its own). Returns the event id, which receivers see as `webhook-id`.
@@ -47,6 +49,8 @@ export async function enqueueWebhook(tx: DbOrTx, event: WebhookToEnqueue): Promi
     attemptCount: 0,
     nextAttemptTime: event.now,
     createTime: event.now,
+    // A call's state updates are ordered by its name: the inspector filters on it.
+    callId: CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null,
   });
   return id;
 }

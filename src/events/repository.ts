@@ -1,11 +1,12 @@
 /** Storage of the webhook outbox: the `webhook_events` and `webhook_attempts` tables. */
-import { and, asc, eq, inArray, isNull, lte, notExists, or, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, lte, ne, notExists, or, type SQL, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.js";
 import type { Db } from "../db/client.js";
 import {
   webhookAttempts as attempts,
   type NewWebhookAttemptRow,
+  type NewWebhookEventRow,
   projects,
   webhookEvents as t,
   type WebhookAttemptRow,
@@ -130,20 +131,48 @@ export class WebhookEventsRepository {
     return { event, attempts: await this.attemptsOf([id]).then((m) => m.get(id) ?? []) };
   }
 
-  /** A project's events in keyset order (newest first) with their attempts. */
+  /** A project's events in keyset order (newest first) with their attempts; `where` filters (filter.ts). */
   async list(
     projectId: string,
     after: PagePosition | undefined,
     limit: number,
+    where?: SQL,
   ): Promise<DeliveryWithAttempts[]> {
     const events = await this.db
       .select()
       .from(t)
-      .where(and(eq(t.projectId, projectId), keysetAfter(t.createTime, t.id, after)))
+      .where(and(eq(t.projectId, projectId), keysetAfter(t.createTime, t.id, after), where))
       .orderBy(...keysetOrder(t.createTime, t.id))
       .limit(limit);
     const byEvent = await this.attemptsOf(events.map((e) => e.id));
     return events.map((event) => ({ event, attempts: byEvent.get(event.id) ?? [] }));
+  }
+
+  /**
+   * Makes a FAILED delivery due again at `now` (one more round); undefined
+   * when it is not FAILED (or is a call-control exchange, never queued).
+   */
+  async redeliver(id: string, now: Date): Promise<WebhookEventRow | undefined> {
+    const [row] = await this.db
+      .update(t)
+      .set({
+        state: "PENDING",
+        nextAttemptTime: now,
+        completeTime: null,
+        leaseOwner: null,
+        leaseExpireTime: null,
+      })
+      .where(and(eq(t.id, id), eq(t.state, "FAILED"), ne(t.eventType, "CALL")))
+      .returning();
+    return row;
+  }
+
+  /** Records a finished exchange (a call-control request) with its attempts, in one transaction. */
+  async insertFinished(event: NewWebhookEventRow, made: NewWebhookAttemptRow[]): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.insert(t).values(event);
+      if (made.length > 0) await tx.insert(attempts).values(made);
+    });
   }
 
   private async attemptsOf(eventIds: string[]): Promise<Map<string, WebhookAttemptRow[]>> {

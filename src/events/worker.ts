@@ -21,6 +21,8 @@ import type { Clock } from "../clock.js";
 import type { WebhooksConfig } from "../config.js";
 import type { Db } from "../db/client.js";
 import type { Logger } from "../log.js";
+import { inSpan } from "../observability/tracing.js";
+import { observeRound } from "../observability/webhooks.js";
 import { type Attempt, deliverRound, MAX_ROUNDS, RETRY_DELAYS_SECONDS } from "./delivery.js";
 import { type ClaimedEvent, type RoundOutcome, WebhookEventsRepository } from "./repository.js";
 
@@ -63,10 +65,15 @@ export class WebhookWorker {
   private async deliver({ event, signingKey }: ClaimedEvent): Promise<void> {
     const { clock, config, log } = this.options;
     const round = event.attemptCount + 1;
-    const result = await deliverRound(
-      { signingKey, uris: event.uris, eventType: event.eventType, eventId: event.id, body: event.body },
-      clock,
-      config,
+    const result = await inSpan(
+      `webhook delivery ${event.eventType}`,
+      { attributes: { "webhook.event": event.eventType, "webhook.id": event.id, "webhook.round": round } },
+      () =>
+        deliverRound(
+          { signingKey, uris: event.uris, eventType: event.eventType, eventId: event.id, body: event.body },
+          clock,
+          config,
+        ),
     );
     const now = clock.now();
     const outcome = nextState(round, result.response !== undefined, now);
@@ -88,10 +95,8 @@ export class WebhookWorker {
     );
     if (!kept) {
       log.warn({ eventId: event.id, worker: this.id }, "webhook lease lost before the round was recorded");
-    } else if (outcome.state === "FAILED") {
-      log.warn({ eventId: event.id, projectId: event.projectId, rounds: round }, "webhook abandoned");
     } else {
-      log.debug({ eventId: event.id, round, state: outcome.state }, "webhook round finished");
+      observeRound(log, event, round, result.attempts, outcome.state, now);
     }
   }
 

@@ -43,6 +43,7 @@ import type {
 } from "../db/schema/index.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
+import { recordingProcessingDuration, recordingsProcessedTotal } from "../observability/metrics.js";
 import type { BlobStore, BlobStream } from "./blobs.js";
 import type { AudioRef, LinkSigner } from "./links.js";
 import { type AudioProcessor, defaultProcessor, type ProcessedAudio } from "./processing.js";
@@ -255,6 +256,12 @@ export class RecordingsDomain {
    */
   async complete(id: string, audio: CompletedAudio): Promise<Recording> {
     const row = await this.pending(id);
+    const endTimer = recordingProcessingDuration.startTimer();
+    const counted = (state: string) => (r: Recording) => {
+      endTimer();
+      recordingsProcessedTotal.inc({ state });
+      return r;
+    };
     let processed: ProcessedAudio;
     let stored: RenditionRow[] = [];
     const channelCount = audio.channels.length;
@@ -279,9 +286,9 @@ export class RecordingsDomain {
         state: "FAILED",
         errorCode: code,
         ...(channelsOk ? { channelCount } : {}),
-      });
+      }).then(counted("FAILED"));
     }
-    if (processed.empty) return this.finish(row.id, { state: "EMPTY", channelCount });
+    if (processed.empty) return this.finish(row.id, { state: "EMPTY", channelCount }).then(counted("EMPTY"));
     const finished = await this.finish(row.id, {
       state: "SUCCEEDED",
       channelCount,
@@ -289,7 +296,7 @@ export class RecordingsDomain {
       renditions: stored,
       startTime: audio.startTime,
     });
-    return finished;
+    return counted("SUCCEEDED")(finished);
   }
 
   /** Ends a PENDING recording as FAILED with `code` (one that will never complete). */

@@ -37,6 +37,8 @@ export const corsExposedHeaders: readonly string[] = unique([
   "Grpc-Status-Details-Bin",
   "Retry-After",
   "Idempotent-Replayed",
+  "X-Request-Id",
+  "Warning",
 ]);
 
 function unique(names: string[]): string[] {

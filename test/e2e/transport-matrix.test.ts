@@ -1021,10 +1021,12 @@ function masker(project: string, names: Map<string, string>): (value: JsonValue,
 
 function maskOutcome(outcome: Outcome, mask: (value: JsonValue) => JsonValue): Outcome {
   if (outcome.ok) return { ok: true, json: mask(outcome.json) };
+  // Every request has an id of its own (ErrorInfo.metadata.requestId): not compared.
+  const { requestId: _requestId, ...metadata } = outcome.metadata;
   return {
     ...outcome,
     message: mask(outcome.message) as string,
-    metadata: mask(outcome.metadata) as Record<string, string>,
+    metadata: mask(metadata) as Record<string, string>,
   };
 }
 

@@ -172,7 +172,9 @@ describe("Request limits, corrupt messages and unknown procedures", () => {
       for (const [name, transport] of transports) {
         const err = await callError(transport, unaryList(), { parent: big }, auth);
         expect(Code[err.code], `${name}: ${err.rawMessage}`).toBe("ResourceExhausted");
-        expect(err.findDetails(ErrorInfoSchema)[0]?.reason, `${name}: ${err.rawMessage}`).toBe("REQUEST_TOO_LARGE");
+        expect(err.findDetails(ErrorInfoSchema)[0]?.reason, `${name}: ${err.rawMessage}`).toBe(
+          "REQUEST_TOO_LARGE",
+        );
         expect(err.rawMessage, name).toBe(`request body exceeds ${DEFAULT_MAX_REQUEST_BYTES} bytes`);
       }
       for (const s of sessions) s.abort();

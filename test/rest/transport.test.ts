@@ -251,6 +251,13 @@ function errorOf(a: Answer): ErrorJson {
   const e = a.json.error as unknown as ErrorJson;
   expect(e.code).toBe(a.status);
   expect(a.headers.get("content-type")).toBe("application/json; charset=utf-8");
+  // Every error carries the request's id (src/observability/); compared elsewhere.
+  for (const d of e.details as { metadata?: Record<string, string> }[]) {
+    if (d.metadata?.requestId === undefined) continue;
+    expect(d.metadata.requestId).toBe(a.headers.get("x-request-id"));
+    delete d.metadata.requestId;
+    if (Object.keys(d.metadata).length === 0) delete d.metadata;
+  }
   return e;
 }
 

@@ -5,7 +5,7 @@
  * as an attempt.
  */
 import { sql } from "drizzle-orm";
-import { bigserial, check, index, integer, pgTable, text } from "drizzle-orm/pg-core";
+import { bigserial, boolean, check, index, integer, pgTable, text } from "drizzle-orm/pg-core";
 import { projects } from "./admin.js";
 import { timestamptz } from "./columns.js";
 
@@ -45,6 +45,11 @@ export const webhookEvents = pgTable(
     createTime: timestamptz("create_time").notNull(),
     /** When the event became DELIVERED or FAILED. */
     completeTime: timestamptz("complete_time"),
+    /**
+     * The call the event is about (call-control exchanges and state
+     * updates), for the inspector's `call` filter; null otherwise.
+     */
+    callId: text("call_id"),
   },
   (t) => [
     /** The workers' scan: due pending events. */
@@ -54,6 +59,9 @@ export const webhookEvents = pgTable(
       .on(t.projectId, t.orderingKey, t.seq)
       .where(sql`${t.state} = 'PENDING' and ${t.orderingKey} is not null`),
     index("webhook_events_project_create_time_idx").on(t.projectId, t.createTime.desc(), t.id.desc()),
+    index("webhook_events_project_call_idx")
+      .on(t.projectId, t.callId, t.createTime.desc())
+      .where(sql`${t.callId} is not null`),
     check("webhook_events_state_check", sql`${t.state} in ('PENDING', 'DELIVERED', 'FAILED')`),
   ],
 );
@@ -76,6 +84,13 @@ export const webhookAttempts = pgTable(
     error: text("error"),
     /** Wall-clock duration of the request, milliseconds. */
     durationMs: integer("duration_ms").notNull(),
+    /**
+     * The response body, kept for call-control exchanges only (the markup
+     * received), cut at RESPONSE_BODY_LIMIT bytes (src/events/exchanges.ts).
+     */
+    responseBody: text("response_body"),
+    /** Whether `response_body` was cut. */
+    responseTruncated: boolean("response_truncated").notNull().default(false),
   },
   (t) => [index("webhook_attempts_event_idx").on(t.eventId, t.id)],
 );

@@ -17,6 +17,7 @@
  *   an outgoing call, it runs no markup; its parent bridges it.
  */
 import type { CallRow, CallStateValue } from "../../db/schema/index.js";
+import { observeCallState } from "../../observability/calls.js";
 import type { CallEnd, CarrierEvents, CarrierLeg } from "../../telephony/carrier.js";
 import type { CallRecorder } from "./call-recording.js";
 import { callName } from "./domain.js";
@@ -100,6 +101,7 @@ export class ActiveCall {
   persist(patch: Patch): Promise<void> {
     this.row = { ...this.row, ...patch };
     const snapshot = this.row;
+    observeCallState(this.log, snapshot, patch);
     const next = this.chain.then(() => this.engine.write(snapshot, patch));
     this.chain = next.catch((err) => this.log.error({ err, call: callName(snapshot) }, "call write failed"));
     return this.chain;

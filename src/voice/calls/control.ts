@@ -45,7 +45,9 @@
  * parser's code and message), UNSUPPORTED_ACTION (Label, Stream,
  * ReceiveFax), CALLER_ID_NOT_ALLOWED, PLAY_UNAVAILABLE, INTERNAL_ERROR.
  */
+import { newResourceId } from "../../api/ids.js";
 import { SignedPostError, signedPost } from "../../events/delivery.js";
+import { recordExchange } from "../../events/exchanges.js";
 import {
   type Action,
   type CallAction,
@@ -128,15 +130,32 @@ async function fetchMarkup(
   parameters: Record<string, string>,
 ): Promise<Fetched> {
   const signingKey = await call.engine.signingKey(call.row.projectId);
+  const eventId = newResourceId();
+  const body = callRequestJson(call.row, parameters);
+  const createTime = call.now;
+  const record = (attempts: SignedPostError["attempts"], responseBody: string | undefined) =>
+    recordExchange(call.engine.options.db, call.log, {
+      id: eventId,
+      projectId: call.row.projectId,
+      callId: call.row.id,
+      uris,
+      body,
+      attempts,
+      responseBody,
+      createTime,
+      completeTime: call.now,
+    });
   try {
     const result = await signedPost(
-      { signingKey, uris, eventType: "CALL", body: callRequestJson(call.row, parameters) },
+      { signingKey, uris, eventType: "CALL", eventId, body },
       { now: () => call.now },
       call.engine.options.delivery,
     );
+    await record(result.attempts, result.body);
     return { ok: true, uri: result.uri, body: result.body, contentType: result.contentType };
   } catch (err) {
     if (!(err instanceof SignedPostError)) throw err;
+    await record(err.attempts, undefined);
     return { ok: false, message: err.message };
   }
 }

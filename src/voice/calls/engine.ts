@@ -44,6 +44,7 @@ import type { DeliveryOptions } from "../../events/delivery.js";
 import { enqueueWebhook } from "../../events/outbox.js";
 import type { Logger } from "../../log.js";
 import type { NumberDirectory } from "../../messaging/messages/incoming.js";
+import { observeCallStarted } from "../../observability/calls.js";
 import type { RecordingsDomain } from "../../recordings/domain.js";
 import type { Carrier } from "../../telephony/carrier.js";
 import type { Scheduler } from "../../telephony/scheduler.js";
@@ -129,6 +130,7 @@ export class CallEngine {
     const role: CallRole =
       row.direction === "OUTGOING" ? "outgoing" : plan.kind === "bridge" ? "trunk" : "incoming";
     const call = this.adopt(row, role);
+    observeCallStarted(this.options.log, row);
     this.run(call, plan).catch((err) => call.fail(err));
   }
 

@@ -19,7 +19,7 @@
  * normalised into the page-token query hash, so a token only works with the
  * filter it was issued for.
  */
-import { and, eq, ne, not, or, type SQL, sql } from "drizzle-orm";
+import { and, eq, ne, not, or, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { badField } from "../../api/errors.js";
 import {
   CALL_CREATE_METHODS,
@@ -107,9 +107,15 @@ const TIME_FIELDS = {
 } as const;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
+/** Compiles one `field comparator value` of a filter; fails (INVALID_ARGUMENT `filter`) for what it does not know. */
+export type Restriction = (field: string, op: string, value: string) => SQL;
+
 class Parser {
   private pos = 0;
-  constructor(private readonly tokens: Token[]) {}
+  constructor(
+    private readonly tokens: Token[],
+    private readonly restrict: Restriction,
+  ) {}
 
   private peek(): Token | undefined {
     return this.tokens[this.pos];
@@ -173,57 +179,76 @@ class Parser {
     if (op?.kind !== "op") fail(`a comparator (=, !=, <, <=, >, >=) expected after ${field}`);
     const v = this.tokens[this.pos++];
     if (v?.kind !== "word" && v?.kind !== "string") fail(`a value expected after ${field} ${op.text}`);
-    const value = v.text;
-    if (field in ENUM_FIELDS) {
-      const { column, values } = ENUM_FIELDS[field as keyof typeof ENUM_FIELDS];
-      if (!(values as readonly string[]).includes(value)) {
-        fail(`${field} must be compared with one of ${values.join(", ")}`);
-      }
-      return this.equality(field, op.text, column, value);
-    }
-    if (field in STRING_FIELDS) {
-      return this.equality(field, op.text, STRING_FIELDS[field as keyof typeof STRING_FIELDS], value);
-    }
-    if (field in TIME_FIELDS) {
-      const column = TIME_FIELDS[field as keyof typeof TIME_FIELDS];
-      if (!RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
-        fail(`${field} must be compared with an RFC 3339 timestamp such as "2026-01-01T00:00:00Z"`);
-      }
-      const at = sql`${new Date(value).toISOString()}::timestamptz`;
-      switch (op.text) {
-        case "=":
-          return sql`${column} = ${at}`;
-        case "!=":
-          return sql`${column} <> ${at}`;
-        case "<":
-          return sql`${column} < ${at}`;
-        case "<=":
-          return sql`${column} <= ${at}`;
-        case ">":
-          return sql`${column} > ${at}`;
-        default:
-          return sql`${column} >= ${at}`;
-      }
-    }
-    fail(
-      `unknown field ${JSON.stringify(field)}; filterable: ${[
-        ...Object.keys(ENUM_FIELDS),
-        ...Object.keys(STRING_FIELDS),
-        ...Object.keys(TIME_FIELDS),
-      ].join(", ")}`,
-    );
-  }
-
-  private equality(field: string, op: string, column: Parameters<typeof eq>[0], value: string): SQL {
-    if (op === "=") return eq(column, value);
-    if (op === "!=") return ne(column, value);
-    fail(`${field} supports only = and !=`);
+    return this.restrict(field, op.text, v.text);
   }
 }
 
-/** The SQL condition of `filter`; undefined for an empty filter. INVALID_ARGUMENT `filter` otherwise. */
-export function compileCallFilter(filter: string): SQL | undefined {
+/** A comparison of a timestamp column with an RFC 3339 value (every comparator). */
+export function timeComparison(field: string, op: string, column: SQLWrapper, value: string): SQL {
+  if (!RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+    fail(`${field} must be compared with an RFC 3339 timestamp such as "2026-01-01T00:00:00Z"`);
+  }
+  const at = sql`${new Date(value).toISOString()}::timestamptz`;
+  switch (op) {
+    case "=":
+      return sql`${column} = ${at}`;
+    case "!=":
+      return sql`${column} <> ${at}`;
+    case "<":
+      return sql`${column} < ${at}`;
+    case "<=":
+      return sql`${column} <= ${at}`;
+    case ">":
+      return sql`${column} > ${at}`;
+    default:
+      return sql`${column} >= ${at}`;
+  }
+}
+
+/** `=` / `!=` of `column` and `value`; other comparators fail. */
+export function equality(field: string, op: string, column: Parameters<typeof eq>[0], value: string): SQL {
+  if (op === "=") return eq(column, value);
+  if (op === "!=") return ne(column, value);
+  fail(`${field} supports only = and !=`);
+}
+
+/** The restrictions of ListCalls. */
+function callRestriction(field: string, op: string, value: string): SQL {
+  if (field in ENUM_FIELDS) {
+    const { column, values } = ENUM_FIELDS[field as keyof typeof ENUM_FIELDS];
+    if (!(values as readonly string[]).includes(value)) {
+      fail(`${field} must be compared with one of ${values.join(", ")}`);
+    }
+    return equality(field, op, column, value);
+  }
+  if (field in STRING_FIELDS) {
+    return equality(field, op, STRING_FIELDS[field as keyof typeof STRING_FIELDS], value);
+  }
+  if (field in TIME_FIELDS) {
+    return timeComparison(field, op, TIME_FIELDS[field as keyof typeof TIME_FIELDS], value);
+  }
+  fail(
+    `unknown field ${JSON.stringify(field)}; filterable: ${[
+      ...Object.keys(ENUM_FIELDS),
+      ...Object.keys(STRING_FIELDS),
+      ...Object.keys(TIME_FIELDS),
+    ].join(", ")}`,
+  );
+}
+
+/**
+ * The SQL condition of an AIP-160 `filter` whose restrictions `restrict`
+ * compiles; undefined for an empty filter. INVALID_ARGUMENT `filter` otherwise.
+ */
+export function compileFilter(filter: string, restrict: Restriction): SQL | undefined {
   if (filter.trim() === "") return undefined;
   if (filter.length > MAX_FILTER_LENGTH) fail(`must be at most ${MAX_FILTER_LENGTH} characters`);
-  return new Parser(tokenize(filter)).parse();
+  return new Parser(tokenize(filter), restrict).parse();
 }
+
+/** The SQL condition of ListCalls' `filter`; undefined for an empty filter. INVALID_ARGUMENT `filter` otherwise. */
+export function compileCallFilter(filter: string): SQL | undefined {
+  return compileFilter(filter, callRestriction);
+}
+
+export { fail as filterError };

@@ -23,6 +23,7 @@ import type { Db } from "../../db/client.js";
 import { type CallRow, callEngines, calls, recordings } from "../../db/schema/index.js";
 import { enqueueWebhook } from "../../events/outbox.js";
 import type { Logger } from "../../log.js";
+import { engineHeartbeatsTotal } from "../../observability/metrics.js";
 import type { RecordingsDomain } from "../../recordings/domain.js";
 import { callName } from "./domain.js";
 import { callJson } from "./proto.js";
@@ -65,7 +66,13 @@ export class EngineLiveness {
         .onConflictDoUpdate({ target: callEngines.id, set: { heartbeatTime: now } });
       if (this.options.heartbeatSeconds > 0 && !this.stopped) {
         this.timer = setInterval(() => {
-          this.beat().catch((err) => this.options.log.warn({ err }, "call engine heartbeat failed"));
+          this.beat().then(
+            () => engineHeartbeatsTotal.inc({ outcome: "ok" }),
+            (err) => {
+              engineHeartbeatsTotal.inc({ outcome: "error" });
+              this.options.log.warn({ err }, "call engine heartbeat failed");
+            },
+          );
         }, this.options.heartbeatSeconds * 1000);
         this.timer.unref();
       }

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/webhooks.proto.
  */
 export const file_switchboard_admin_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("CiNzd2l0Y2hib2FyZC9hZG1pbi92MS93ZWJob29rcy5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEiggUKD1dlYmhvb2tEZWxpdmVyeRIRCgRuYW1lGAEgASgJQgPgQQMSFwoKd2ViaG9va19pZBgCIAEoCUID4EEDEhcKCmV2ZW50X3R5cGUYAyABKAlCA+BBAxIRCgR1cmlzGAQgAygJQgPgQQMSPwoFc3RhdGUYBSABKA4yKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rRGVsaXZlcnkuU3RhdGVCA+BBAxIYCgtyb3VuZF9jb3VudBgGIAEoBUID4EEDEjoKEW5leHRfYXR0ZW1wdF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEhkKDG9yZGVyaW5nX2tleRgIIAEoCUID4EEDEjsKCGF0dGVtcHRzGAkgAygLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0F0dGVtcHRCA+BBAxI0CgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI2Cg1jb21wbGV0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEhEKBGJvZHkYDCABKAlCA+BBAyJGCgVTdGF0ZRIVChFTVEFURV9VTlNQRUNJRklFRBAAEgsKB1BFTkRJTkcQARINCglERUxJVkVSRUQQAhIKCgZGQUlMRUQQAzpf6kFcCiFhZG1pbi5zd2l0Y2hib2FyZC9XZWJob29rRGVsaXZlcnkSN3Byb2plY3RzL3twcm9qZWN0fS93ZWJob29rRGVsaXZlcmllcy97d2ViaG9va19kZWxpdmVyeX0igQIKDldlYmhvb2tBdHRlbXB0EhIKBXJvdW5kGAEgASgFQgPgQQMSEAoDdXJpGAIgASgJQgPgQQMSGAoLc3RhdHVzX2NvZGUYAyABKAVCA+BBAxISCgVlcnJvchgEIAEoCUID4EEDEjMKCnN0YXJ0X3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSNAoLZmluaXNoX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMAoIZHVyYXRpb24YByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25CA+BBAyKbAQocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBJLCgZwYXJlbnQYASABKAlCO+BBAvpBGwoZYWRtaW4uc3dpdGNoYm9hcmQvUHJvamVjdLpIF8gBAXISMhBecHJvamVjdHMvW14vXSskEhoKCXBhZ2Vfc2l6ZRgCIAEoBUIHukgEGgIoABISCgpwYWdlX3Rva2VuGAMgASgJInsKHUxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEkEKEndlYmhvb2tfZGVsaXZlcmllcxgBIAMoCzIlLnN3aXRjaGJvYXJkLmFkbWluLnYxLldlYmhvb2tEZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAky2AEKEVdlYmhvb2tEZWxpdmVyaWVzEsIBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GjMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiQNpBBnBhcmVudILT5JMCMRIvL2FkbWluL3YxL3twYXJlbnQ9cHJvamVjdHMvKn0vd2ViaG9va0RlbGl2ZXJpZXNCQ1pBZ2l0aHViLmNvbS9zd2l0Y2hib2FyZC9zd2l0Y2hib2FyZC9nZW4vc3dpdGNoYm9hcmQvYWRtaW4vdjE7YWRtaW5iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiNzd2l0Y2hib2FyZC9hZG1pbi92MS93ZWJob29rcy5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEilQUKD1dlYmhvb2tEZWxpdmVyeRIRCgRuYW1lGAEgASgJQgPgQQMSFwoKd2ViaG9va19pZBgCIAEoCUID4EEDEhcKCmV2ZW50X3R5cGUYAyABKAlCA+BBAxIRCgR1cmlzGAQgAygJQgPgQQMSPwoFc3RhdGUYBSABKA4yKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rRGVsaXZlcnkuU3RhdGVCA+BBAxIYCgtyb3VuZF9jb3VudBgGIAEoBUID4EEDEjoKEW5leHRfYXR0ZW1wdF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEhkKDG9yZGVyaW5nX2tleRgIIAEoCUID4EEDEjsKCGF0dGVtcHRzGAkgAygLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0F0dGVtcHRCA+BBAxI0CgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI2Cg1jb21wbGV0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEhEKBGJvZHkYDCABKAlCA+BBAxIRCgRjYWxsGA0gASgJQgPgQQMiRgoFU3RhdGUSFQoRU1RBVEVfVU5TUEVDSUZJRUQQABILCgdQRU5ESU5HEAESDQoJREVMSVZFUkVEEAISCgoGRkFJTEVEEAM6X+pBXAohYWRtaW4uc3dpdGNoYm9hcmQvV2ViaG9va0RlbGl2ZXJ5Ejdwcm9qZWN0cy97cHJvamVjdH0vd2ViaG9va0RlbGl2ZXJpZXMve3dlYmhvb2tfZGVsaXZlcnl9Ir4CCg5XZWJob29rQXR0ZW1wdBISCgVyb3VuZBgBIAEoBUID4EEDEhAKA3VyaRgCIAEoCUID4EEDEhgKC3N0YXR1c19jb2RlGAMgASgFQgPgQQMSEgoFZXJyb3IYBCABKAlCA+BBAxIzCgpzdGFydF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjQKC2ZpbmlzaF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjAKCGR1cmF0aW9uGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQgPgQQMSGgoNcmVzcG9uc2VfYm9keRgIIAEoCUID4EEDEh8KEnJlc3BvbnNlX3RydW5jYXRlZBgJIAEoCEID4EEDIrUBChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0EksKBnBhcmVudBgBIAEoCUI74EEC+kEbChlhZG1pbi5zd2l0Y2hib2FyZC9Qcm9qZWN0ukgXyAEBchIyEF5wcm9qZWN0cy9bXi9dKyQSGgoJcGFnZV9zaXplGAIgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAyABKAkSGAoGZmlsdGVyGAQgASgJQgi6SAVyAxjQDyJ7Ch1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRJBChJ3ZWJob29rX2RlbGl2ZXJpZXMYASADKAsyJS5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMtgBChFXZWJob29rRGVsaXZlcmllcxLCAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEjIuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBozLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlIkDaQQZwYXJlbnSC0+STAjESLy9hZG1pbi92MS97cGFyZW50PXByb2plY3RzLyp9L3dlYmhvb2tEZWxpdmVyaWVzQkNaQWdpdGh1Yi5jb20vc3dpdGNoYm9hcmQvc3dpdGNoYm9hcmQvZ2VuL3N3aXRjaGJvYXJkL2FkbWluL3YxO2FkbWluYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * One webhook event and its delivery. A round tries the URIs in order until
@@ -111,11 +111,20 @@ export type WebhookDelivery = Message<"switchboard.admin.v1.WebhookDelivery"> & 
   completeTime?: Timestamp | undefined;
 
   /**
-   * Output only. The body sent (and signed).
+   * Output only. The body sent (and signed). For a call-control exchange
+   * (`event_type` CALL) the CallRequest.
    *
    * @generated from field: string body = 12;
    */
   body: string;
+
+  /**
+   * Output only. The call the event is about (`projects/{project}/calls/{call}`):
+   * call-control exchanges and call state updates; empty otherwise.
+   *
+   * @generated from field: string call = 13;
+   */
+  call: string;
 };
 
 /**
@@ -222,6 +231,21 @@ export type WebhookAttempt = Message<"switchboard.admin.v1.WebhookAttempt"> & {
    * @generated from field: google.protobuf.Duration duration = 7;
    */
   duration?: Duration | undefined;
+
+  /**
+   * Output only. The response body of a call-control exchange (the markup
+   * received), cut at 64 KiB; empty for other events.
+   *
+   * @generated from field: string response_body = 8;
+   */
+  responseBody: string;
+
+  /**
+   * Output only. Whether `response_body` was cut.
+   *
+   * @generated from field: bool response_truncated = 9;
+   */
+  responseTruncated: boolean;
 };
 
 /**
@@ -257,6 +281,13 @@ export type ListWebhookDeliveriesRequest = Message<"switchboard.admin.v1.ListWeb
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * Optional. AIP-160 filter, as in `switchboard.webhooks.v1.WebhookDeliveries`.
+   *
+   * @generated from field: string filter = 4;
+   */
+  filter: string;
 };
 
 /**
