@@ -257,11 +257,13 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
       HOST: "127.0.0.1",
       LOG_LEVEL: "info",
       SWITCHBOARD_OPERATOR_TOKEN: BENCH_OPERATOR_TOKEN,
+      // Required with DATABASE_URL (download links of recordings).
+      RECORDING_LINK_SECRET: "bench-recording-link-secret-0123456789",
     }),
   );
   const address = await child.waitForLine((line) => {
-    const parsed = JSON.parse(line) as { msg?: string; address?: string };
-    return parsed.msg === "switchboard listening" ? parsed.address : undefined;
+    const parsed = JSON.parse(line) as { msg?: string; url?: string };
+    return parsed.msg === "switchboard listening" ? parsed.url : undefined;
   }, 120_000);
   const base = assertLoopback(address).origin;
   await waitReady(child, base, 60_000);

@@ -58,8 +58,8 @@ async function startServer(env: Record<string, string>): Promise<Server> {
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
       try {
-        const entry = JSON.parse(line) as { msg?: string; address?: string };
-        if (entry.msg === "switchboard listening" && entry.address) resolve(entry.address);
+        const entry = JSON.parse(line) as { msg?: string; url?: string };
+        if (entry.msg === "switchboard listening" && entry.url) resolve(entry.url);
       } catch {
         // not a log line
       }
