@@ -96,7 +96,8 @@ describe("rate limits", () => {
         "@type": "type.googleapis.com/google.rpc.ErrorInfo",
         reason: "RATE_LIMIT_EXCEEDED",
         domain: "switchboard",
-        metadata: { limit: "project", subject: project },
+        // The request id of observability's access log, as the response header says.
+        metadata: { limit: "project", subject: project, requestId: refused.headers.get("x-request-id") },
       },
       { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "1s" },
     ]);
