@@ -44,7 +44,7 @@ export const groups: readonly Group[] = [
     summary: "the carrier simulator: routes, incoming calls and messages",
     load: simulator,
   },
-  { name: "webhooks", summary: "a project's webhook deliveries: list", load: simulator },
+  { name: "webhooks", summary: "a project's webhook deliveries and call-control exchanges: list, get, redeliver", load: simulator },
 ];
 
 /**

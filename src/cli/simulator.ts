@@ -15,8 +15,11 @@ import {
 import {
   ListWebhookDeliveriesResponseSchema,
   WebhookDeliveries,
+  WebhookDeliverySchema,
 } from "../../gen/switchboard/admin/v1/webhooks_pb.js";
+import { WebhookDeliveries as ProjectWebhookDeliveries } from "../../gen/switchboard/webhooks/v1/webhook_deliveries_pb.js";
 import {
+  childName,
   done,
   enumNames,
   enumValue,
@@ -24,6 +27,7 @@ import {
   int,
   LIST_OPTIONS,
   listPages,
+  PROJECT_OPTION,
   projectName,
   resource,
   str,
@@ -192,25 +196,44 @@ const incoming: Command[] = [
   },
 ];
 
+const deliveryName = (arg: string, values: Parameters<typeof childName>[2]) =>
+  childName(arg, "webhookDeliveries", values);
+
 const webhooks: Command[] = [
   {
     path: ["webhooks", "list"],
-    summary: "List a project's webhook deliveries, newest first, with their last attempt",
+    summary: "List a project's webhook deliveries and call-control exchanges, newest first",
     args: ["<project>"],
-    options: LIST_OPTIONS,
-    description: "--json shows every attempt (URI, status or error, times) and the body sent.",
-    examples: ["switchboard webhooks list acme --limit 20", "switchboard webhooks list acme --json"],
+    options: {
+      filter: {
+        type: "string",
+        value: "EXPR",
+        description:
+          "only matching deliveries (AIP-160 subset: event, state, host, call, create_time), e.g. 'event = CALL AND state = FAILED'",
+      },
+      ...LIST_OPTIONS,
+    },
+    description:
+      "--json shows every attempt (URI, status or error, times), the body sent and the markup received.",
+    examples: [
+      "switchboard webhooks list acme --limit 20",
+      "switchboard webhooks list acme --filter 'event = CALL AND state = FAILED'",
+      "switchboard webhooks list acme --json",
+    ],
     run: ({ args, values, client }) =>
       listPages(
         ListWebhookDeliveriesResponseSchema,
         "webhookDeliveries",
         values,
         (pageSize, pageToken) =>
-          client
-            .of(WebhookDeliveries)
-            .listWebhookDeliveries({ parent: projectName(args[0]!), pageSize, pageToken }),
+          client.of(WebhookDeliveries).listWebhookDeliveries({
+            parent: projectName(args[0]!),
+            pageSize,
+            pageToken,
+            filter: str(values, "filter") ?? "",
+          }),
         [
-          col("WEBHOOK ID", "webhookId"),
+          idCol("DELIVERY"),
           col("EVENT", "eventType"),
           col("STATE", "state"),
           col("ROUNDS", "roundCount"),
@@ -224,6 +247,37 @@ const webhooks: Command[] = [
           col("NEXT ATTEMPT", "nextAttemptTime"),
           col("CREATED", "createTime"),
         ],
+      ),
+  },
+  {
+    path: ["webhooks", "get"],
+    summary: "Show one delivery: its attempts, the body sent and, for call control, the markup received",
+    args: ["<delivery>"],
+    options: PROJECT_OPTION,
+    examples: [
+      "switchboard webhooks get projects/acme/webhookDeliveries/d0123",
+      "switchboard webhooks get d0123 --project acme",
+    ],
+    run: async ({ args, values, client }) =>
+      resource(
+        WebhookDeliverySchema,
+        await client
+          .of(ProjectWebhookDeliveries)
+          .getWebhookDelivery({ name: deliveryName(args[0]!, values) }),
+      ),
+  },
+  {
+    path: ["webhooks", "redeliver"],
+    summary: "Make one more delivery round of a FAILED delivery now, with the same webhook-id",
+    args: ["<delivery>"],
+    options: PROJECT_OPTION,
+    examples: ["switchboard webhooks redeliver d0123 --project acme"],
+    run: async ({ args, values, client }) =>
+      resource(
+        WebhookDeliverySchema,
+        await client
+          .of(ProjectWebhookDeliveries)
+          .redeliverWebhookDelivery({ name: deliveryName(args[0]!, values) }),
       ),
   },
 ];

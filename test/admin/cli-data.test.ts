@@ -274,7 +274,7 @@ describe.each(testDatabases())("switchboard CLI data commands on $name", (backen
 
     const deliveries = rowsOf(await ok("webhooks", "list", "cli-sim"));
     expect(deliveries[0]).toEqual([
-      "WEBHOOK ID",
+      "DELIVERY",
       "EVENT",
       "STATE",
       "ROUNDS",
@@ -292,6 +292,24 @@ describe.each(testDatabases())("switchboard CLI data commands on $name", (backen
     expect(failed(await op("webhooks", "list", "cli-nope"), 1)).toMatch(
       /^error: NOT_FOUND: projects\/cli-nope not found$/,
     );
+    // The inspector: a filter, one delivery in full, redelivery (only of FAILED ones).
+    const filtered = rowsOf(await ok("webhooks", "list", "cli-sim", "--filter", "event = RECORDING_READY"));
+    expect(filtered).toHaveLength(1); // the header alone
+    expect(
+      rowsOf(await ok("webhooks", "list", "cli-sim", "--filter", "event = INCOMING_MESSAGE")).length,
+    ).toBe(deliveries.length);
+    expect(failed(await op("webhooks", "list", "cli-sim", "--filter", "colour = red"), 1)).toMatch(
+      /^error: INVALID_ARGUMENT: /,
+    );
+    const shown = await ok("webhooks", "get", delivery.name);
+    expect(shown).toMatch(/^eventType: +INCOMING_MESSAGE$/m);
+    expect(shown).toMatch(new RegExp(`^webhookId: +${delivery.webhookId}$`, "m"));
+    const id = delivery.name.split("/").at(-1);
+    expect((await json("webhooks", "get", id, "--project", "cli-sim")).name).toBe(delivery.name);
+    expect(failed(await op("webhooks", "redeliver", delivery.name), 1)).toMatch(
+      /^error: FAILED_PRECONDITION: /,
+    );
+    expect(failed(await op("webhooks", "get", id), 2)).toMatch(/--project/);
 
     const injected = await ok("simulator", "incoming-call", "+61255509200", "--from", "+61491570156");
     const callName = /^call: (projects\/cli-sim\/calls\/\S+)$/.exec(injected)?.[1];
