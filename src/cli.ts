@@ -44,7 +44,11 @@ export const groups: readonly Group[] = [
     summary: "the carrier simulator: routes, incoming calls and messages",
     load: simulator,
   },
-  { name: "webhooks", summary: "a project's webhook deliveries and call-control exchanges: list, get, redeliver", load: simulator },
+  {
+    name: "webhooks",
+    summary: "a project's webhook deliveries and call-control exchanges: list, get, redeliver",
+    load: simulator,
+  },
 ];
 
 /**

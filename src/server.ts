@@ -129,9 +129,11 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     const opened = owned;
     if (opened) await step("migrations applied", {}, () => opened.migrate());
     else if (db) await migrateDb(db);
-    // The embedded database starts with a demo inventory of fictional numbers
-    // (src/numbering/inventory/demo.ts); idempotent, so every start runs it.
-    if (opened?.driver === "pglite") {
+    // A new embedded database starts with a demo inventory of fictional
+    // numbers (src/numbering/inventory/demo.ts; the build's template has it
+    // already, so this only checks). Later starts leave the inventory to the
+    // operator: what they removed stays removed, and a restart costs nothing.
+    if (opened?.driver === "pglite" && opened.created !== undefined) {
       const seeded = await step("demo inventory checked", {}, () =>
         seedDemoInventory(numberingDomains(opened.db, clock, config).inventory),
       );

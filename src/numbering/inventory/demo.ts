@@ -18,10 +18,11 @@
  * - United States and Canada (NANPA): 555-0100 to 555-0199 in area codes
  *   202, 212 and 415.
  *
- * Seeding is idempotent: numbers already present are left as they are, so
- * an operator's changes survive restarts. It runs on start of the embedded
- * (PGlite) database only; a PostgreSQL deployment starts with an empty
- * inventory.
+ * Seeding is idempotent: numbers already present are left as they are. It
+ * runs when an embedded (PGlite) database is created (the build's template
+ * is made with it, src/db/make-embedded-template.ts), not on later starts,
+ * so the operator's changes to the inventory stay; a PostgreSQL deployment
+ * starts with an empty inventory.
  */
 import type { Capability, InventoryDomain, NewBlock } from "./domain.js";
 
@@ -61,7 +62,7 @@ export const DEMO_BLOCKS: readonly NewBlock[] = [
 /**
  * Adds the demo inventory, keeping numbers already present (idempotent);
  * returns how many numbers were missing. A block that is complete is not
- * written again, so a restart costs one indexed count per block.
+ * written again (one indexed count per block).
  */
 export async function seedDemoInventory(inventory: InventoryDomain): Promise<number> {
   let added = 0;
