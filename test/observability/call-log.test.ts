@@ -5,6 +5,8 @@
 import { describe, expect, it } from "vitest";
 import type { CallRow } from "../../src/db/schema/index.js";
 import { observeCallStarted, observeCallState } from "../../src/observability/calls.js";
+import { callHarness, xml } from "../support/calls.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
 import { captureLog } from "./support.js";
 
 const row = (patch: Partial<CallRow> = {}): CallRow =>
@@ -52,5 +54,37 @@ describe("Call lifecycle log", () => {
       errorCode: "HANDLER_UNAVAILABLE",
     });
     expect(String(lines[0]!.errorMessage)).toContain("private");
+  });
+});
+
+describe.each(testDatabases())("Call lifecycle log of a real call with a child leg on $name", (backend) => {
+  const database = useTestDatabase(backend);
+  const captured = captureLog("info");
+  const { owner, route, serve, runToEnd, createCall } = callHarness(database, { log: captured.logger });
+
+  it("logs created, answered and ended for the parent and its <Call> child, the child naming its parent", async () => {
+    const { project, from } = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+    const agent = await route({ ringSeconds: 1, talkSeconds: 5 });
+    serve({ "/start": xml(`<Call TimeoutSeconds="10"><Endpoint>${agent}</Endpoint></Call>`) });
+    const created = await createCall(project, from, to);
+    expect((await runToEnd(created.name)).state).toBeDefined();
+    const ofCall = (name: string) =>
+      captured.lines.filter((l) => l.call === name).map((l) => [l.msg, l.state ?? null]);
+    const childCreated = captured.lines.find(
+      (l) => l.msg === "call created" && l.originatingCall === created.name,
+    );
+    expect(childCreated).toBeDefined();
+    const child = String(childCreated!.call);
+    expect(ofCall(created.name)).toEqual([
+      ["call created", "QUEUED"],
+      ["call answered", null],
+      ["call ended", "COMPLETED"],
+    ]);
+    expect(ofCall(child)).toEqual([
+      ["call created", "QUEUED"],
+      ["call answered", null],
+      ["call ended", "COMPLETED"],
+    ]);
   });
 });

@@ -26,6 +26,7 @@ import { type Call, Call_State, CallSchema, Calls } from "../../gen/enfonica/voi
 import { SimulatorAdmin, type SimulatorRouteSchema } from "../../gen/switchboard/admin/v1/simulator_pb.js";
 import type { Db } from "../../src/db/client.js";
 import { projects } from "../../src/db/schema/index.js";
+import type { Logger } from "../../src/log.js";
 import { type App, build } from "../../src/server.js";
 import { addBlock, blockAllocator, numberingClients, provision } from "../numbering/support.js";
 import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "./app.js";
@@ -101,6 +102,8 @@ export interface CallHarnessOptions {
    * each test the calls still running are run to their end first.
    */
   drain?: boolean;
+  /** The app's logger (default: silent), e.g. a captured one. */
+  log?: Logger;
 }
 
 export interface CallHarness {
@@ -205,6 +208,7 @@ export function callHarness(database: { db: Db }, options: CallHarnessOptions = 
       db: database.db,
       clock: scheduler.clock,
       scheduler,
+      ...(options.log === undefined ? {} : { log: options.log }),
       config: testConfig({
         WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
         WEBHOOKS_TIMEOUT_MS: "2000",

@@ -229,6 +229,7 @@ export class CallEngine {
     });
     this.options.kick?.();
     const child = this.adopt(row, "child", parent);
+    observeCallStarted(this.options.log, row);
     if (parent.terminal || this.stopped) {
       await child.cancel("CANCELLED", "The parent call ended first");
       return child;
