@@ -58,7 +58,7 @@ interface Block {
 }
 
 /** The fenced blocks of a markdown file whose info string starts with `sh`. */
-export function shellBlocks(file: string): Block[] {
+function shellBlocks(file: string): Block[] {
   const lines = readFileSync(join(ROOT, file), "utf8").split("\n");
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -175,9 +175,8 @@ describe("shell examples of README.md and docs/", () => {
       SHELL_FUNCTIONS,
       prelude,
       ...blocks.map((b) => `echo "::block ${b.file}:${b.line}"\n${b.code}`),
-      // What the docs' sessions inherit.
-      'echo "::env KEY=${KEY:-}"',
-      'echo "::env SWITCHBOARD_OPERATOR_TOKEN=${SWITCHBOARD_OPERATOR_TOKEN:-}"',
+      // What the docs' sessions inherit (bash expansions, not template placeholders).
+      ...["KEY", "SWITCHBOARD_OPERATOR_TOKEN"].map((name) => `echo "::env ${name}=$\{${name}:-}"`),
     ]
       .join("\n")
       .replaceAll("127.0.0.1:8080", `127.0.0.1:${port}`)

@@ -42,7 +42,7 @@ describe("VoiceML in the documentation", () => {
   it("includes the example handler's documents", () => {
     const handler = readFileSync(join(ROOT, "scripts/example-handler.mjs"), "utf8");
     const docs = [...handler.matchAll(/`(<\?xml[\s\S]*?<\/Response>)\s*`/g)].map((m) =>
-      m[1]!.replace('${digits || "nothing"}', "5"),
+      m[1]!.replace(/\$\{digits[^}]*\}/, "5"),
     );
     expect(docs).toHaveLength(2);
     for (const xml of docs) expect(parseVoiceMl(xml, "application/xml").ok).toBe(true);
