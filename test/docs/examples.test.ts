@@ -15,13 +15,13 @@
  * marked ```sh norun (things this machine cannot run, like docker) are
  * listed by the test.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../support/build.js";
+import { freePort, launch, type Proc } from "../support/process.js";
 
 const ROOT = join(import.meta.dirname, "../..");
 
@@ -72,38 +72,6 @@ function shellBlocks(file: string): Block[] {
     blocks.push({ file, line: start + 1, info: open[2]!.trim(), code: body.join("\n").trim() });
   }
   return blocks;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address();
-      s.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-interface Proc {
-  child: ChildProcess;
-  output: () => string;
-}
-
-function launch(command: string, args: string[], env: NodeJS.ProcessEnv): Proc {
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout?.on("data", (b: Buffer) => {
-    out += b.toString();
-  });
-  child.stderr?.on("data", (b: Buffer) => {
-    out += b.toString();
-  });
-  return { child, output: () => out };
 }
 
 async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 60_000): Promise<void> {

@@ -4,49 +4,21 @@
  * log, time to ready, and a clean stop when the signal reaches npm or node.
  * Timings are printed, never asserted (shared, noisy machines).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, ROOT } from "../support/build.js";
+import { ensureBuilt } from "../support/build.js";
 import { createScratchDatabase } from "../support/db.js";
+import { freePort, launch, type Proc } from "../support/process.js";
 
-/** A port nobody listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address();
-      s.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
+interface Started extends Proc {
   url: string;
 }
 
 function start(command: string, args: string[], env: NodeJS.ProcessEnv, port: number): Started {
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout?.on("data", (b: Buffer) => {
-    out += b.toString();
-  });
-  child.stderr?.on("data", (b: Buffer) => {
-    out += b.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return { child, output: () => out, exited, url: `http://127.0.0.1:${port}` };
+  const proc = launch(command, args, { HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "info", ...env });
+  return { ...proc, url: `http://127.0.0.1:${port}` };
 }
 
 /** Polls /readyz until it answers 200; returns the milliseconds it took. */
