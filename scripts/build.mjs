@@ -63,6 +63,12 @@ await esbuild.build({
   },
   outdir: out,
   bundle: true,
+  // Dynamic imports stay separate chunks: the CLI loads a command group's
+  // code (and connect-node) only when that group is named.
+  splitting: true,
+  // Chunks beside the entries: modules find migrations/, openapi/ and the
+  // template relative to themselves (import.meta.url).
+  chunkNames: "[name]-[hash]",
   packages: "external",
   platform: "node",
   format: "esm",
