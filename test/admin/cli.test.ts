@@ -317,41 +317,38 @@ describe.each(testDatabases())("switchboard CLI on $name", (backend) => {
     expect((await json("signing-key", "get", "projects/cli-signing")).key).toBe(after.key);
     expect(failed(await op("signing-key", "rotate", "cli-nope"), 1)).toMatch(/^error: NOT_FOUND: /);
   });
-  // Spawning costs seconds (tsx compiles on start): once, on the first backend.
-  it.runIf(backend === testDatabases()[0])(
-    "runs as the package bin: output on stdout and exit 0, one stderr line and exit 1 or 2",
-    async () => {
-      const env = {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        SWITCHBOARD_OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,
-      };
-      const spawn = async (args: string[]): Promise<Result> => {
-        try {
-          const { stdout, stderr } = await run(process.execPath, [bin, "--url", url(), ...args], { env });
-          return { code: 0, stdout, stderr };
-        } catch (err) {
-          const e = err as Result;
-          return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-        }
-      };
-      const [good, missing, usage] = await Promise.all([
-        spawn(["projects", "create", "cli-bin", "--json"]),
-        spawn(["projects", "get", "cli-bin-nope"]),
-        spawn(["projects", "get"]),
-      ]);
-      expect(good.code, good.stderr).toBe(0);
-      expect(JSON.parse(good.stdout)).toMatchObject({ name: "projects/cli-bin" });
-      expect(missing).toEqual({
-        code: 1,
-        stdout: "",
-        stderr: "error: NOT_FOUND: projects/cli-bin-nope not found\n",
-      });
-      expect(usage).toEqual({
-        code: 2,
-        stdout: "",
-        stderr: "error: missing argument <project> (see 'switchboard projects get --help')\n",
-      });
-    },
-  );
+  // The bin runs the compiled CLI (dist/, built by npm run build), else src/ through tsx.
+  it("runs as the package bin: output on stdout and exit 0, one stderr line and exit 1 or 2", async () => {
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      SWITCHBOARD_OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,
+    };
+    const spawn = async (args: string[]): Promise<Result> => {
+      try {
+        const { stdout, stderr } = await run(process.execPath, [bin, "--url", url(), ...args], { env });
+        return { code: 0, stdout, stderr };
+      } catch (err) {
+        const e = err as Result;
+        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+      }
+    };
+    const [good, missing, usage] = await Promise.all([
+      spawn(["projects", "create", "cli-bin", "--json"]),
+      spawn(["projects", "get", "cli-bin-nope"]),
+      spawn(["projects", "get"]),
+    ]);
+    expect(good.code, good.stderr).toBe(0);
+    expect(JSON.parse(good.stdout)).toMatchObject({ name: "projects/cli-bin" });
+    expect(missing).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "error: NOT_FOUND: projects/cli-bin-nope not found\n",
+    });
+    expect(usage).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "error: missing argument <project> (see 'switchboard projects get --help')\n",
+    });
+  });
 });
