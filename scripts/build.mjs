@@ -3,14 +3,14 @@
  * `npm run build`: compiles the server (src/server.ts) and the operator CLI
  * (src/cli.ts) to JavaScript in dist/, with esbuild.
  *
- * Each entry becomes one ES module holding the project's own code (src/ and
- * gen/); packages stay imports of node_modules (`packages: "external"`), so
- * PGlite finds its WebAssembly and nothing from npm is copied. The SQL
- * migrations are copied beside the bundle, where src/db/client.ts looks for
- * them (`./migrations` relative to the module), likewise the OpenAPI documents
- * (`./openapi`), and the embedded database's
- * template is made (dist/pglite-template.tar.gz: initialised, migrated and
- * seeded, so a first start skips initdb; src/db/embedded-template.ts).
+ * Each entry becomes an ES module (with shared chunks beside it) holding the
+ * project's code (src/ and gen/) and most of its npm dependencies; the few
+ * listed as external stay imports of node_modules (see below). The SQL
+ * migrations and the OpenAPI documents are copied beside the modules, which
+ * find them relative to themselves (`./migrations`, `./openapi`), and the
+ * embedded database's template is made (dist/pglite-template.tar.gz:
+ * initialised, migrated and seeded, so a first start skips initdb;
+ * src/db/embedded-template.ts).
  *
  *   node scripts/build.mjs             build
  *   node scripts/build.mjs --if-stale  build only when a source is newer than dist/
@@ -69,7 +69,25 @@ await esbuild.build({
   // Chunks beside the entries: modules find migrations/, openapi/ and the
   // template relative to themselves (import.meta.url).
   chunkNames: "[name]-[hash]",
-  packages: "external",
+  // npm packages are bundled too (resolving and compiling hundreds of small
+  // modules was most of a start's first second), except: those that find
+  // files of their own beside their code at run time (PGlite's WebAssembly,
+  // Swagger UI's assets, pino's worker transports), music-metadata (loads its
+  // parsers on demand), and lamejs, which stays a separate, replaceable
+  // module as its LGPL licence asks (docs/licenses.md).
+  external: [
+    "@electric-sql/pglite",
+    "swagger-ui-dist",
+    "pino",
+    "pino-*",
+    "thread-stream",
+    "music-metadata",
+    "@breezystack/lamejs",
+  ],
+  // Bundled CommonJS packages call require() for Node's built-ins.
+  banner: {
+    js: 'import { createRequire as __sbCreateRequire } from "node:module"; const require = __sbCreateRequire(import.meta.url);',
+  },
   platform: "node",
   format: "esm",
   target: "node20",
