@@ -39,6 +39,22 @@ function tagError(err: ConnectError, requestId: string): void {
   }
 }
 
+/**
+ * Adds the current request's id to an error answered outside the RPC
+ * interceptors (the REST layer's own 404, 405 and 413), unless it already
+ * has an ErrorInfo that came through them (those carry it, possibly still
+ * encoded).
+ */
+export function tagWithCurrentRequestId(err: ConnectError): void {
+  const ctx = currentRequest();
+  if (ctx === undefined) return;
+  const infos = (err.details as (DetailLike & { type?: string })[]).filter(
+    (d) => (d.desc?.typeName ?? d.type) === ErrorInfoSchema.typeName,
+  );
+  if (infos.some((d) => d.desc === undefined || d.value?.metadata?.requestId !== undefined)) return;
+  tagError(err, ctx.id);
+}
+
 export function createObserveInterceptor(policies: Policies): Interceptor {
   return (next) => async (req) => {
     const ctx = currentRequest();

@@ -133,6 +133,34 @@ describe("Access log", () => {
       });
     });
 
+    it("puts the request id in the errors of the REST layer itself: no route, wrong verb, too large", async () => {
+      const cases: [string, RequestInit, number][] = [
+        ["/v1/nowhere/at/all", {}, 404],
+        [`/v1/${project}/unsubscribers`, { method: "PUT" }, 405],
+        [
+          `/v1/${project}/unsubscribers`,
+          {
+            method: "POST",
+            body: "x".repeat(5 * 1024 * 1024),
+            headers: { "content-type": "application/json" },
+          },
+          413,
+        ],
+      ];
+      for (const [path, init, status] of cases) {
+        const id = `req-rest-layer-${status}`;
+        const res = await fetch(`${app.baseUrl}${path}`, {
+          ...init,
+          headers: { ...(init.headers as Record<string, string>), "x-request-id": id },
+        });
+        expect(res.status).toBe(status);
+        expect(res.headers.get("x-request-id")).toBe(id);
+        const body = (await res.json()) as { error: { details: { metadata?: Record<string, string> }[] } };
+        const tagged = body.error.details.filter((d) => d.metadata?.requestId !== undefined);
+        expect(tagged.map((d) => d.metadata!.requestId)).toEqual([id]);
+      }
+    });
+
     it("replaces an insane request id with a generated one", async () => {
       const res = await fetch(`${app.baseUrl}/v1/${project}/unsubscribers`, {
         headers: { authorization: `Bearer ${key.secret}`, "x-request-id": "bad id with spaces" },

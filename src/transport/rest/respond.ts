@@ -24,6 +24,7 @@ import { AnySchema } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { CodeSchema } from "../../../gen/google/rpc/code_pb.js";
 import { rpcError } from "../../api/errors.js";
+import { tagWithCurrentRequestId } from "../../observability/observe-interceptor.js";
 import type { NodeServerRequest, NodeServerResponse } from "../types.js";
 
 export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
@@ -157,6 +158,8 @@ export function writeError(
   registry: Registry,
   options: WriteErrorOptions = {},
 ): void {
+  // Errors of this layer itself (404, 405, 413) carry the request id too.
+  tagWithCurrentRequestId(err);
   const body = restErrorBody(err, registry, options.httpStatus);
   writeJson(req, res, body.error.code, body, options.headers, options.close);
 }
