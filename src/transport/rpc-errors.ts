@@ -31,6 +31,7 @@ import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { MAX_MESSAGE_CHARS } from "../api/error-interceptor.js";
 import { clip, rpcError } from "../api/errors.js";
+import { tagWithCurrentRequestId } from "../observability/observe-interceptor.js";
 import type { Fallback } from "./fallback.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { bodyTooLarge } from "./rest/body.js";
@@ -50,8 +51,18 @@ export function malformedCompression(): ConnectError {
   return rpcError(Code.InvalidArgument, "MALFORMED_COMPRESSION", "the compressed request body is corrupt");
 }
 
-/** What a pre-interceptor error becomes, or undefined to leave it as it is. */
+/**
+ * What a pre-interceptor error becomes, or undefined to leave it as it is;
+ * what it becomes carries the request's id in its ErrorInfo, as errors of
+ * the interceptors do.
+ */
 export function rewriteClientError(err: ConnectError, maxRequestBytes?: number): ConnectError | undefined {
+  const rewritten = rewriteError(err, maxRequestBytes);
+  if (rewritten !== undefined) tagWithCurrentRequestId(rewritten);
+  return rewritten;
+}
+
+function rewriteError(err: ConnectError, maxRequestBytes?: number): ConnectError | undefined {
   if (err.code === Code.Internal && err.rawMessage.startsWith("parse binary:")) return malformedMessage();
   // connect-node's read limit ("message size 20971525 is larger than
   // configured readMaxBytes 4194304"): the same error as REST's, with its
@@ -227,6 +238,7 @@ export const rpcUnimplemented: Fallback = (req, res) => {
     "UNKNOWN_METHOD",
     `the procedure ${clip(path.slice(1), 200)} is not served here`,
   );
+  tagWithCurrentRequestId(err);
   // The request body is not read: discard it.
   req.resume();
   const contentType = req.headers["content-type"] ?? "";

@@ -4,6 +4,7 @@
  * and put in the ErrorInfo metadata of errors; REST logged once, as `rest`;
  * health probes only at debug.
  */
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Unsubscribers } from "../../gen/enfonica/messaging/v1/unsubscribers_pb.js";
@@ -158,6 +159,37 @@ describe("Access log", () => {
         const body = (await res.json()) as { error: { details: { metadata?: Record<string, string> }[] } };
         const tagged = body.error.details.filter((d) => d.metadata?.requestId !== undefined);
         expect(tagged.map((d) => d.metadata!.requestId)).toEqual([id]);
+      }
+    });
+
+    it("puts the request id in protocol-level errors of Connect: unknown procedure, undecodable message", async () => {
+      const cases: [string, string, Uint8Array | string, number][] = [
+        ["/switchboard.nowhere.v1.Nothing/Nope", "application/json", "{}", 501],
+        [
+          "/enfonica.messaging.v1.Unsubscribers/ListUnsubscribers",
+          "application/proto",
+          new Uint8Array([0xff, 0xff, 0xff]),
+          400,
+        ],
+      ];
+      for (const [path, contentType, body, status] of cases) {
+        const id = `req-connect-${status}`;
+        const res = await fetch(`${app.baseUrl}${path}`, {
+          method: "POST",
+          headers: {
+            "content-type": contentType,
+            "connect-protocol-version": "1",
+            authorization: `Bearer ${TEST_OPERATOR_TOKEN}`,
+            "x-request-id": id,
+          },
+          body,
+        });
+        expect(res.status).toBe(status);
+        const json = (await res.json()) as { details?: { type: string; value: string }[] };
+        const infos = (json.details ?? [])
+          .filter((d) => d.type === ErrorInfoSchema.typeName)
+          .map((d) => fromBinary(ErrorInfoSchema, Buffer.from(d.value, "base64")));
+        expect(infos.map((i) => i.metadata.requestId)).toEqual([id]);
       }
     });
 
