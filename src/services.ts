@@ -14,6 +14,9 @@ import { Aliases } from "../gen/enfonica/voice/v1beta1/aliases_pb.js";
 import { Calls } from "../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { Recordings } from "../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import { SipDomains } from "../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
+import { SipInfoService } from "../gen/enfonica/voice/v1beta1/sip_info_pb.js";
+import { Streams } from "../gen/enfonica/voice/v1beta1/streams_pb.js";
+import { Transcriptions } from "../gen/enfonica/voice/v1beta1/transcriptions_pb.js";
 import { ApiKeys } from "../gen/switchboard/admin/v1/api_keys_pb.js";
 import { NumberingAdmin } from "../gen/switchboard/admin/v1/numbering_pb.js";
 import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
@@ -28,6 +31,7 @@ import { numberingAdminService } from "./admin/numbering-service.js";
 import { ProjectsDomain } from "./admin/projects.js";
 import { ProjectsRepository } from "./admin/projects-repository.js";
 import { projectsService } from "./admin/projects-service.js";
+import { unimplementedService } from "./api/unimplemented.js";
 import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import type { Db } from "./db/client.js";
@@ -169,6 +173,9 @@ export function buildServices(deps: Deps): ServiceEntry[] {
       ),
     },
     { desc: Recordings, impl: recordingsService(recordings) },
+    { desc: Transcriptions, impl: unimplementedService(Transcriptions) },
+    { desc: SipInfoService, impl: unimplementedService(SipInfoService) },
+    { desc: Streams, impl: unimplementedService(Streams) },
   ];
   return entries;
 }

@@ -96,6 +96,13 @@ export const METHOD_POLICIES: Readonly<Record<string, MethodPolicy>> = {
   "enfonica.voice.v1beta1.Recordings/GetRecording": P("voice.recordings.get", "name"),
   "enfonica.voice.v1beta1.Recordings/ListRecordings": P("voice.recordings.list", "parent"),
   "enfonica.voice.v1beta1.Recordings/DeleteRecording": P("voice.recordings.delete", "name"),
+  "enfonica.voice.v1beta1.Transcriptions/GetTranscription": P("voice.transcriptions.get", "name"),
+  "enfonica.voice.v1beta1.Transcriptions/ListTranscriptions": P("voice.transcriptions.list", "parent"),
+  "enfonica.voice.v1beta1.Transcriptions/DeleteTranscription": P("voice.transcriptions.delete", "name"),
+  // The SIP signalling of a call is part of reading the call.
+  "enfonica.voice.v1beta1.SipInfoService/GetSipInfo": P("voice.calls.get", "name"),
+  // The stream's project is named by its first message (setup.stream).
+  "enfonica.voice.v1beta1.Streams/StreamCall": P("voice.streams.create", "setup.stream"),
   // messaging
   "enfonica.messaging.v1.Unsubscribers/CreateUnsubscriber": P("messaging.unsubscribers.create", "parent"),
   "enfonica.messaging.v1.Unsubscribers/GetUnsubscriber": P("messaging.unsubscribers.get", "name"),
