@@ -64,6 +64,7 @@ import { sipDomainAdminService } from "./voice/sip-domains/admin-service.js";
 import { SipDomainsDomain } from "./voice/sip-domains/domain.js";
 import { VoiceStore } from "./voice/sip-domains/repository.js";
 import { sipDomainsService } from "./voice/sip-domains/service.js";
+import { streamsService } from "./voice/streams/service.js";
 
 export interface Deps {
   config: Config;
@@ -175,7 +176,7 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     { desc: Recordings, impl: recordingsService(recordings) },
     { desc: Transcriptions, impl: unimplementedService(Transcriptions) },
     { desc: SipInfoService, impl: unimplementedService(SipInfoService) },
-    { desc: Streams, impl: unimplementedService(Streams) },
+    { desc: Streams, impl: streamsService(engine.streams) },
   ];
   return entries;
 }

@@ -3,7 +3,9 @@
  * other throwable is a defect, logged with its stack and answered as a bare
  * INTERNAL so that no internal message reaches a caller. Every call is
  * logged at debug level with its procedure, outcome and duration — never its
- * headers or body, so credentials cannot reach the log.
+ * headers or body, so credentials cannot reach the log. A streaming
+ * response's messages are watched the same way: an error while streaming is
+ * passed through or made INTERNAL likewise.
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
@@ -11,6 +13,40 @@ import { clip } from "./errors.js";
 
 /** The longest error message a caller gets (anything longer is cut). */
 export const MAX_MESSAGE_CHARS = 1024;
+
+/** What a caller may see of `err`: a ConnectError (message cut) or a bare INTERNAL (logged). */
+function safeError(log: Logger, err: unknown, procedure: string, started: number): ConnectError {
+  const ms = Math.round(performance.now() - started);
+  if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) {
+    if (log.isLevelEnabled("debug")) {
+      log.debug({ procedure, code: Code[err.code], reason: err.rawMessage, ms }, "rpc");
+    }
+    // A safety net for messages that echo client input at length: the
+    // message is cut, the code and details are kept.
+    if (err.rawMessage.length > MAX_MESSAGE_CHARS) {
+      const cut = new ConnectError(clip(err.rawMessage, MAX_MESSAGE_CHARS), err.code, err.metadata);
+      cut.details.push(...err.details);
+      return cut;
+    }
+    return err;
+  }
+  log.error({ err, procedure, ms }, "internal error");
+  return new ConnectError("internal error", Code.Internal);
+}
+
+/** The messages of a streaming response, its errors made safe. */
+async function* safeMessages<T>(
+  messages: AsyncIterable<T>,
+  log: Logger,
+  procedure: string,
+  started: number,
+): AsyncGenerator<T> {
+  try {
+    yield* messages;
+  } catch (err) {
+    throw safeError(log, err, procedure, started);
+  }
+}
 
 export function createErrorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
@@ -21,24 +57,10 @@ export function createErrorInterceptor(log: Logger): Interceptor {
       if (log.isLevelEnabled("debug")) {
         log.debug({ procedure, code: "ok", ms: Math.round(performance.now() - started) }, "rpc");
       }
+      if (res.stream) return { ...res, message: safeMessages(res.message, log, procedure, started) };
       return res;
     } catch (err) {
-      const ms = Math.round(performance.now() - started);
-      if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) {
-        if (log.isLevelEnabled("debug")) {
-          log.debug({ procedure, code: Code[err.code], reason: err.rawMessage, ms }, "rpc");
-        }
-        // A safety net for messages that echo client input at length: the
-        // message is cut, the code and details are kept.
-        if (err.rawMessage.length > MAX_MESSAGE_CHARS) {
-          const cut = new ConnectError(clip(err.rawMessage, MAX_MESSAGE_CHARS), err.code, err.metadata);
-          cut.details.push(...err.details);
-          throw cut;
-        }
-        throw err;
-      }
-      log.error({ err, procedure, ms }, "internal error");
-      throw new ConnectError("internal error", Code.Internal);
+      throw safeError(log, err, procedure, started);
     }
   };
 }

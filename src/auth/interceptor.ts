@@ -5,6 +5,12 @@
  * permission on every project the request names (PERMISSION_DENIED) — all
  * before any lookup of the resource, so a caller without the permission
  * learns nothing about whether it exists.
+ *
+ * Streaming methods (Streams.StreamCall; reflection is public) name their
+ * project in their first message, which arrives after the handler starts:
+ * the credential is checked at once, and the permission when the first
+ * message arrives, before the handler sees it (`guardFirst`), so a denied
+ * stream gets PERMISSION_DENIED before anything else.
  */
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import { create, getOption } from "@bufbuild/protobuf";
@@ -187,11 +193,56 @@ export function createAuthInterceptor(
     }
     if (policy.public) return next(req);
     const principal = await auth.authenticate(req.header.get("authorization"));
-    if (req.stream) throw reasonError(Code.PermissionDenied, "NO_POLICY", "streaming method needs a policy");
-    auth.authorize(principal, policy, req.method.input, req.message);
     req.contextValues.set(principalKey, principal);
+    if (req.stream) {
+      const input = req.method.input;
+      return next({
+        ...req,
+        message: guardFirst(req.message, (m) => auth.authorize(principal, policy, input, m)),
+      });
+    }
+    auth.authorize(principal, policy, req.method.input, req.message);
     return next(req);
   };
+}
+
+/**
+ * The messages of `messages`, `check` run on the first before it is handed
+ * on: what it throws is what the reader of the first message gets.
+ */
+export async function* guardFirst<T>(
+  messages: AsyncIterable<T>,
+  check: (message: T) => void | Promise<void>,
+): AsyncGenerator<T> {
+  let first = true;
+  for await (const message of messages) {
+    if (first) {
+      first = false;
+      await check(message);
+    }
+    yield message;
+  }
+}
+
+/** Throws NOT_FOUND when a project named by `message` at a policy path does not exist (operator requests). */
+async function checkProjectsExist(
+  store: CredentialStore,
+  policy: MethodPolicy,
+  desc: DescMessage,
+  message: Message,
+): Promise<void> {
+  const ids = new Set<string>();
+  for (const path of policy.projects) {
+    const name = readPath(desc, message, path);
+    // A malformed name is the handler's INVALID_ARGUMENT, not a missing project.
+    if (!matchesResourcePattern(desc, path, name)) continue;
+    const id = projectOf(name);
+    if (id !== undefined) ids.add(id);
+  }
+  if (ids.size > 0) {
+    const missing = await store.missingProjects([...ids]);
+    if (missing.length > 0) throw notFound("admin.switchboard/Project", `projects/${missing[0]}`);
+  }
 }
 
 /**
@@ -207,20 +258,18 @@ export function createProjectExistsInterceptor(
   return (next) => async (req) => {
     const principal = req.contextValues.get(principalKey);
     const policy = policies[`${req.service.typeName}/${req.method.name}`];
-    if (principal?.kind === "operator" && policy && policy.projects.length > 0 && !req.stream) {
-      const ids = new Set<string>();
-      for (const path of policy.projects) {
-        const name = readPath(req.method.input, req.message, path);
-        // A malformed name is the handler's INVALID_ARGUMENT, not a missing project.
-        if (!matchesResourcePattern(req.method.input, path, name)) continue;
-        const id = projectOf(name);
-        if (id !== undefined) ids.add(id);
-      }
-      if (ids.size > 0) {
-        const missing = await store.missingProjects([...ids]);
-        if (missing.length > 0) throw notFound("admin.switchboard/Project", `projects/${missing[0]}`);
-      }
+    if (principal?.kind !== "operator" || policy === undefined || policy.projects.length === 0) {
+      return next(req);
     }
+    const input = req.method.input;
+    if (req.stream) {
+      // A stream names its projects in its first message (see guardFirst).
+      return next({
+        ...req,
+        message: guardFirst(req.message, (m) => checkProjectsExist(store, policy, input, m)),
+      });
+    }
+    await checkProjectsExist(store, policy, input, req.message);
     return next(req);
   };
 }

@@ -159,6 +159,44 @@ export interface CarrierLeg {
    * party only).
    */
   recordCaller(options: RecordCallerOptions): Promise<RecordCallerResult>;
+
+  /**
+   * Forks the leg's media both ways in real time (the markup's Stream):
+   * from now until `close()` or the leg's end, every `frameSeconds` of call
+   * time `events.audio` receives the remote party's audio of the frame just
+   * past (PCM 16-bit, 8000 Hz; what a recording of the remote party holds),
+   * and audio given to `play` is played to the remote party, in order, a
+   * frame at a time from the next frame on (so it is heard in recordings of
+   * the leg). When the leg ends, the audio up to the end is delivered and
+   * `events.ended` fires. Throws on a leg that is not answered.
+   */
+  fork(options: ForkOptions, events: ForkEvents): MediaFork;
+}
+
+export interface ForkOptions {
+  /** Seconds of call time per frame (> 0). */
+  frameSeconds: number;
+}
+
+export interface ForkEvents {
+  /** The remote party's audio of the frame just past, PCM 16-bit at 8000 Hz. */
+  audio(samples: Int16Array): void;
+  /** Everything given to `play` has been played (fires once each time the queue runs dry). */
+  drained(): void;
+  /** The leg ended (after its last audio); nothing fires after. */
+  ended(): void;
+}
+
+/** A running fork of a leg's media. */
+export interface MediaFork {
+  /** Queues PCM 16-bit 8000 Hz samples to play after what is queued. */
+  play(samples: Int16Array): void;
+  /** Drops what is queued and not played yet (the frame being played plays out). */
+  clear(): void;
+  /** Samples queued and not played yet. */
+  readonly queued: number;
+  /** Stops both directions; no event fires after. Idempotent. */
+  close(): void;
 }
 
 /** Audio captured from a leg: PCM 16-bit at `sampleRate`. */

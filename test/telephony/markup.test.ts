@@ -439,7 +439,6 @@ describe("parseVoiceMl", () => {
 
     it.each([
       ["Label", "label"],
-      ["Stream", "stream"],
       ["ReceiveFax", "receiveFax"],
     ])("%s parses as a known but unsupported action", (el, kind) => {
       for (const written of [el, el.toLowerCase()]) {
@@ -451,6 +450,46 @@ describe("parseVoiceMl", () => {
         });
       }
       expect(UNSUPPORTED_ACTION).toBe("UNSUPPORTED_ACTION");
+    });
+  });
+
+  describe("Stream", () => {
+    it("takes a stream id or a full stream name, TimeoutSeconds and NextUri", () => {
+      expect(one('<Stream Name="bot-1"/>')).toEqual({ kind: "stream", name: "bot-1", timeoutSeconds: 10 });
+      expect(
+        one(`<stream name=" projects/p1/streams/${"a".repeat(36)} " timeoutseconds="0" nexturi="/n"/>`),
+      ).toEqual({
+        kind: "stream",
+        name: `projects/p1/streams/${"a".repeat(36)}`,
+        timeoutSeconds: 0,
+        nextUri: "/n",
+      });
+      expect(one('<Stream Name="x" TimeoutSeconds="30" Url="ignored"/>')).toMatchObject({
+        timeoutSeconds: 30,
+      });
+    });
+
+    it.each([
+      ["<Stream/>", "Name"],
+      ['<Stream Name=""/>', "Name"],
+      [`<Stream Name="${"a".repeat(37)}"/>`, "Name"],
+      ['<Stream Name="a b"/>', "Name"],
+      ['<Stream Name="projects/p/calls/x"/>', "Name"],
+      ['<Stream Name="x" TimeoutSeconds="31"/>', "TimeoutSeconds"],
+      ['<Stream Name="x" NextUri="ftp://x"/>', "NextUri"],
+    ])("%s is MARKUP_INVALID_ATTRIBUTE naming %s", (doc, attribute) => {
+      const result = parseVoiceMl(`<Response>${doc}</Response>`);
+      expect(result).toMatchObject({
+        ok: false,
+        errorCode: "MARKUP_INVALID_ATTRIBUTE",
+        element: "Stream",
+        attribute,
+      });
+    });
+
+    it("must be empty", () => {
+      failure('<Response><Stream Name="x">text</Stream></Response>', "MARKUP_INVALID_CONTENT");
+      failure('<Response><Stream Name="x"><Parameter/></Stream></Response>', "MARKUP_INVALID_NESTING");
     });
   });
 
@@ -757,9 +796,9 @@ describe("parseVoiceMl", () => {
     });
 
     function nested(depth: number): string {
-      // Response (1) > Stream (2) > a (3) ... : unsupported actions' content is not validated.
+      // Response (1) > Label (2) > a (3) ... : unsupported actions' content is not validated.
       const inner = depth - 2;
-      return `<Response><Stream>${"<a>".repeat(inner)}${"</a>".repeat(inner)}</Stream></Response>`;
+      return `<Response><Label>${"<a>".repeat(inner)}${"</a>".repeat(inner)}</Label></Response>`;
     }
 
     it(`accepts depth ${MARKUP_LIMITS.maxDepth} and rejects ${MARKUP_LIMITS.maxDepth + 1}`, () => {

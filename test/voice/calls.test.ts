@@ -161,7 +161,7 @@ describe.each(testDatabases())("outgoing calls on $name", (backend) => {
   it.each([
     ["markup that is not XML", { "/start": "<Response><Say>oops" }, "MARKUP_NOT_XML"],
     ["an unknown action", { "/start": xml("<Dance/>") }, "MARKUP_UNKNOWN_ACTION"],
-    ["an unsupported action", { "/start": xml("<Stream/>") }, "UNSUPPORTED_ACTION"],
+    ["an unsupported action", { "/start": xml("<Label/>") }, "UNSUPPORTED_ACTION"],
     ["every handler failing", { "/start": 503 }, "HANDLER_UNAVAILABLE"],
   ])("%s ends the call FAILED", async (_n, documents, code) => {
     const { project, from } = await owner();

@@ -18,6 +18,7 @@ export type {
   RedirectAction,
   RejectAction,
   SayAction,
+  StreamAction,
   UnsupportedAction,
   WaitAction,
 } from "./types.js";

@@ -19,6 +19,7 @@ import {
   type RedirectAction,
   type RejectAction,
   type SayAction,
+  type StreamAction,
   type UnsupportedAction,
   type WaitAction,
 } from "./types.js";
@@ -277,6 +278,20 @@ function recordCall(node: XmlElement): RecordCallAction {
   };
 }
 
+/** A stream id, or a stream's full name. */
+const STREAM_NAME = /^(?:projects\/[^/\s]{1,100}\/streams\/)?[A-Za-z0-9_-]{1,36}$/;
+
+function stream(node: XmlElement): StreamAction {
+  const attrs = new Attributes("Stream", node);
+  empty("Stream", node);
+  const description = "a stream id (1 to 36 of A-Z a-z 0-9 _ -) or projects/{project}/streams/{id}";
+  const name = attrs.token("Name", STREAM_NAME, description);
+  if (name === undefined) throw attrs.invalid("Name", "", `the attribute is required: ${description}`);
+  const timeoutSeconds = attrs.int("TimeoutSeconds", 0, 30, 10);
+  const nextUri = attrs.uri("NextUri");
+  return { kind: "stream", name, timeoutSeconds, ...(nextUri !== undefined && { nextUri }) };
+}
+
 function unsupported(kind: UnsupportedAction["kind"], element: string): Builder {
   return (node) => ({
     kind,
@@ -297,7 +312,7 @@ const ACTIONS: ReadonlyMap<string, Builder> = new Map<string, Builder>([
   ["record", record],
   ["recordcall", recordCall],
   ["label", unsupported("label", "Label")],
-  ["stream", unsupported("stream", "Stream")],
+  ["stream", stream],
   ["receivefax", unsupported("receiveFax", "ReceiveFax")],
 ]);
 

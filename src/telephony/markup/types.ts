@@ -114,15 +114,32 @@ export interface RecordCallAction {
 }
 
 /**
- * Label, Stream and ReceiveFax are actions of the contract that this service does not implement.
+ * `<Stream>`: bridge the call with an open media stream (Streams.StreamCall)
+ * until the stream's client closes it; the document then goes on (or
+ * `nextUri` is requested).
+ */
+export interface StreamAction {
+  readonly kind: "stream";
+  /**
+   * The stream: its id (1..36 of `A-Za-z0-9_-`, in the call's project) or
+   * its full name `projects/{project}/streams/{id}`.
+   */
+  readonly name: string;
+  /** Seconds to wait for the stream to be opened (0..30, default 10). */
+  readonly timeoutSeconds: number;
+  readonly nextUri?: string;
+}
+
+/**
+ * Label and ReceiveFax are actions of the contract that this service does not implement.
  * They parse (attributes kept raw, lower-cased names, content not validated) so that the engine
  * can end the call with error code `UNSUPPORTED_ACTION` naming the action, rather than the
  * document being reported as malformed.
  */
 export interface UnsupportedAction {
-  readonly kind: "label" | "stream" | "receiveFax";
+  readonly kind: "label" | "receiveFax";
   readonly unsupported: true;
-  /** Canonical element name: `Label`, `Stream` or `ReceiveFax`. */
+  /** Canonical element name: `Label` or `ReceiveFax`. */
   readonly element: string;
   readonly attributes: Readonly<Record<string, string>>;
 }
@@ -137,6 +154,7 @@ export type Action =
   | CallAction
   | RecordAction
   | RecordCallAction
+  | StreamAction
   | UnsupportedAction;
 
 /** Error code the engine uses when it meets an action with `unsupported: true`. */

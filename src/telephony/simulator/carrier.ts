@@ -73,13 +73,17 @@ import type {
   CarrierLeg,
   CollectDigitsOptions,
   EndCause,
+  ForkEvents,
+  ForkOptions,
   IncomingCallRequest,
+  MediaFork,
   MediaResult,
   RecordCallerOptions,
   RecordCallerResult,
   RemoteAudio,
 } from "../carrier.js";
 import type { Scheduler, Timer } from "../scheduler.js";
+import { SimulatorFork } from "./fork.js";
 import { LegMedia } from "./media.js";
 import { DEFAULT_ERRORS, type Outcome, type Route, type RouteSource } from "./routes.js";
 
@@ -162,6 +166,8 @@ export class SimulatorLeg implements CarrierLeg {
   private readonly media = new Set<PendingMedia>();
   private collecting = false;
   private recording = false;
+  /** Media forks (Stream) running on the leg. */
+  private readonly forks = new Set<SimulatorFork>();
   /** answer() was called (the answer is on its way). */
   private answering = false;
   /** The leg's audio timeline. */
@@ -276,6 +282,8 @@ export class SimulatorLeg implements CarrierLeg {
     this.timers.clear();
     for (const m of [...this.media]) m.finish();
     this.media.clear();
+    for (const f of [...this.forks]) f.legEnded(this.timeline.endedMs ?? this.nowMs());
+    this.forks.clear();
     if (this.bridgedWith !== undefined) {
       this.bridgedWith.bridgedWith = undefined;
       this.bridgedWith = undefined;
@@ -333,6 +341,22 @@ export class SimulatorLeg implements CarrierLeg {
 
   capture(): AudioCapture {
     return this.timeline.capture(this.nowMs(), () => this.nowMs());
+  }
+
+  fork(options: ForkOptions, events: ForkEvents): MediaFork {
+    if (this.state !== "answered") throw new Error(`cannot fork the media of a call that is ${this.state}`);
+    const fork: SimulatorFork = new SimulatorFork(
+      {
+        timeline: this.timeline,
+        nowMs: () => this.nowMs(),
+        after: (seconds, fn) => this.after(seconds, fn),
+        release: (f) => this.forks.delete(f),
+      },
+      options.frameSeconds,
+      events,
+    );
+    this.forks.add(fork);
+    return fork;
   }
 
   recordCaller(options: RecordCallerOptions): Promise<RecordCallerResult> {

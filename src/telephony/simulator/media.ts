@@ -14,6 +14,8 @@
  * - `play`: a uri starting `silence:` plays zeros; `tone:beep...` a 1000 Hz
  *   tone; anything else a 440 Hz tone; tones at level 0.3. Phase 0 at the
  *   play's start;
+ * - `playSamples` (a media stream's input audio): the samples given, as
+ *   they are;
  * - collecting digits plays nothing (nor does recording).
  * A play or say cut short by the leg's end stops at the end.
  *
@@ -44,6 +46,7 @@ function samplesIn(ms: number): number {
 /** What a played span sounds like. */
 export type PlayedSound =
   | { kind: "speech"; seed: number }
+  | { kind: "samples"; samples: Int16Array }
   | { kind: "tone"; frequency: number }
   | { kind: "silence" };
 
@@ -79,6 +82,8 @@ function renderSound(
   switch (sound.kind) {
     case "silence":
       return null;
+    case "samples":
+      return sound.samples.subarray(Math.min(offset, sound.samples.length), offset + length);
     case "tone":
       return tone({ frequency: sound.frequency, sampleRate: SAMPLE_RATE, level: TONE_LEVEL }, offset, length);
     case "speech":
@@ -181,6 +186,12 @@ export class LegMedia {
   /** `play` of `uri` from `atMs`, lasting `seconds`. */
   play(atMs: number, uri: string, seconds: number): void {
     this.played.push({ startMs: atMs, endMs: atMs + seconds * 1000, sound: soundOfUri(uri) });
+  }
+
+  /** `samples` (8000 Hz) played from `atMs` (a media stream's input audio). */
+  playSamples(atMs: number, samples: Int16Array): void {
+    const endMs = atMs + (samples.length * 1000) / SAMPLE_RATE;
+    this.played.push({ startMs: atMs, endMs, sound: { kind: "samples", samples } });
   }
 
   /** The open bridge span, if any. */

@@ -73,6 +73,11 @@ export class ActiveCall {
   readonly ended = new Deferred<void>();
   /** Call recordings of this call (parents only). */
   recorder: CallRecorder | undefined;
+  /**
+   * Request parameters set by media streams (`<Stream>`), merged into the
+   * next VoiceML request's parameters and then cleared.
+   */
+  streamParameters: Record<string, string> = {};
   private chain: Promise<void> = Promise.resolve();
 
   constructor(

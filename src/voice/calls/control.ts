@@ -40,10 +40,17 @@
  *   estimatedDurationSeconds, endedBy (max-duration, silence, stop-key,
  *   hangup);
  * - RecordCall arms a call recording (call-recording.ts);
+ * - Stream answers the call, claims the open media stream it names (in the
+ *   call's project; waiting up to TimeoutSeconds for it to open, else the
+ *   call ends FAILED STREAM_UNAVAILABLE) and bridges the call with it
+ *   (../streams/session.ts) until the stream ends; then, the call still up,
+ *   the parameters the stream set are kept for the next request (merged
+ *   under the action's own results) and NextUri is requested with
+ *   action=STREAM, stream, endedBy, or the document goes on;
  * - the end of a document hangs up: COMPLETED.
  * Errors that end the call FAILED: HANDLER_UNAVAILABLE, MARKUP_* (the
- * parser's code and message), UNSUPPORTED_ACTION (Label, Stream,
- * ReceiveFax), CALLER_ID_NOT_ALLOWED, PLAY_UNAVAILABLE, INTERNAL_ERROR.
+ * parser's code and message), UNSUPPORTED_ACTION (Label, ReceiveFax),
+ * CALLER_ID_NOT_ALLOWED, PLAY_UNAVAILABLE, STREAM_UNAVAILABLE, INTERNAL_ERROR.
  */
 import { newResourceId } from "../../api/ids.js";
 import { SignedPostError, signedPost } from "../../events/delivery.js";
@@ -55,6 +62,7 @@ import {
   parseVoiceMl,
   type RecordAction,
   resolveUri,
+  type StreamAction,
 } from "../../telephony/markup/index.js";
 import type { ActiveCall, Outcome } from "./active-call.js";
 import { type DialRequest, dial, forwardRequest, targetOf } from "./dial.js";
@@ -69,6 +77,7 @@ export const ControlErrorCode = {
   UnsupportedAction: "UNSUPPORTED_ACTION",
   CallerIdNotAllowed: "CALLER_ID_NOT_ALLOWED",
   PlayUnavailable: "PLAY_UNAVAILABLE",
+  StreamUnavailable: "STREAM_UNAVAILABLE",
 } as const;
 
 interface Document {
@@ -131,7 +140,9 @@ async function fetchMarkup(
 ): Promise<Fetched> {
   const signingKey = await call.engine.signingKey(call.row.projectId);
   const eventId = newResourceId();
-  const body = callRequestJson(call.row, parameters);
+  // Parameters a media stream set go with the next request, under the action's own.
+  const body = callRequestJson(call.row, { ...call.streamParameters, ...parameters });
+  call.streamParameters = {};
   const createTime = call.now;
   const record = (attempts: SignedPostError["attempts"], responseBody: string | undefined) =>
     recordExchange(call.engine.options.db, call.log, {
@@ -284,6 +295,11 @@ async function runActions(call: ActiveCall, actions: readonly Action[], document
           "markup",
         );
         break;
+      case "stream": {
+        const next = await stream(call, action, documentUri);
+        if (next !== undefined) return next;
+        break;
+      }
       default:
         await call.finish(
           "FAILED",
@@ -366,5 +382,40 @@ async function record(
       estimatedDurationSeconds: String(Math.round(result.audio.durationSeconds)),
       endedBy: result.endedBy,
     },
+  };
+}
+
+/** `<Stream>`; a Next when the document does not go on. */
+async function stream(
+  call: ActiveCall,
+  action: StreamAction,
+  documentUri: string,
+): Promise<Next | undefined> {
+  if (!(await call.ensureAnswered())) return { kind: "end" };
+  const projectId = call.row.projectId;
+  const name = action.name.startsWith("projects/")
+    ? action.name
+    : `projects/${projectId}/streams/${action.name}`;
+  const claim = name.startsWith(`projects/${projectId}/streams/`)
+    ? await call.engine.streams.claim(name, action.timeoutSeconds, call.ended.promise)
+    : { ok: false as const, reason: `the stream ${name} is not of the call's project` };
+  if (!claim.ok) {
+    if (!call.terminal) {
+      await call.finish(
+        "FAILED",
+        ControlErrorCode.StreamUnavailable,
+        `Could not connect <Stream>: ${claim.reason}`,
+      );
+    }
+    return { kind: "end" };
+  }
+  const result = await claim.session.bridge(call.name, call.leg!);
+  if (call.terminal) return { kind: "end" };
+  call.streamParameters = { ...call.streamParameters, ...result.parameters };
+  if (action.nextUri === undefined) return undefined;
+  return {
+    kind: "fetch",
+    uris: [resolveUri(documentUri, action.nextUri)],
+    parameters: { action: "STREAM", stream: name, endedBy: result.endedBy },
   };
 }

@@ -48,6 +48,7 @@ import { observeCallStarted } from "../../observability/calls.js";
 import type { RecordingsDomain } from "../../recordings/domain.js";
 import type { Carrier } from "../../telephony/carrier.js";
 import type { Scheduler } from "../../telephony/scheduler.js";
+import { StreamRegistry } from "../streams/registry.js";
 import { ActiveCall, type CallRole, type Patch } from "./active-call.js";
 import { CallRecorder } from "./call-recording.js";
 import { ControlErrorCode, runHandlers } from "./control.js";
@@ -99,9 +100,12 @@ export class CallEngine {
   readonly liveness: EngineLiveness;
   /** Lengths of `<Play>` audio (fetched and measured, cached). */
   readonly playAudio: PlayAudio;
+  /** The media streams open in this process (Streams.StreamCall), which `<Stream>` connects calls to. */
+  readonly streams: StreamRegistry;
 
   constructor(readonly options: CallEngineOptions) {
     this.playAudio = new PlayAudio(options.delivery);
+    this.streams = new StreamRegistry(options.scheduler);
     this.liveness = new EngineLiveness(this.id, {
       db: options.db,
       log: options.log,
