@@ -48,6 +48,10 @@
  * id. `capture()` returns the leg's audio from its start to stop() or the
  * leg's end (two channels when bridged meanwhile; see AudioCapture).
  *
+ * fork (the Stream action, fork.ts) renders the remote party's audio frame
+ * by frame as call time passes and plays the samples it is given into the
+ * leg's timeline, a frame at a time.
+ *
  * recordCaller (the Record action) records the remote party (one channel)
  * from now until the first of, at equal times in this order:
  * - the leg ending (`hangup`, audio up to the end; at once with no audio

@@ -325,7 +325,13 @@ export const Streams: GenService<{
    * client's `input_audio` is played to the call. gRPC (HTTP/2) only: a
    * bidirectional stream has no REST or HTTP/1.1 form.
    *
-   * Permission: `voice.streams.create`.
+   * A stream that no call connects to within 30 seconds (of call time) of
+   * its setup fails with DEADLINE_EXCEEDED. The call ending ends the stream
+   * with OK; the client closing its side ends it too, and the call's markup
+   * goes on after `<Stream>`.
+   *
+   * Permission: `voice.streams.create` on the project of `setup.stream`,
+   * checked when the first message arrives.
    *
    * @generated from rpc enfonica.voice.v1beta1.Streams.StreamCall
    */
