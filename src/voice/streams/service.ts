@@ -12,6 +12,9 @@ import { encodingOf, parseStreamName } from "./domain.js";
 import type { StreamRegistry } from "./registry.js";
 import { type StreamResponse, StreamSession } from "./session.js";
 
+/** How long after the end of the client's messages a cancellation still counts as one. */
+const CANCEL_GRACE_MS = 25;
+
 /** Applies a message after the first to the session; throws INVALID_ARGUMENT naming the field. */
 function apply(session: StreamSession, request: StreamCallRequest): void {
   const input = request.inputAudio;
@@ -41,10 +44,11 @@ async function pump(
     }
     if (session.state === "ended") return;
     if (next.done) {
-      // A reset HTTP/2 stream (the client cancelled) also ends the request
-      // body, and the RPC's signal aborts just after: look once more.
-      await new Promise((resolve) => setImmediate(resolve));
-      await new Promise((resolve) => setImmediate(resolve));
+      // A reset HTTP/2 stream (the client cancelled) ends the request body
+      // like a half-close does, and the RPC's signal aborts just after (on
+      // the stream's close): look again a moment later. A half-closed
+      // stream's signal stays quiet until the response ends.
+      await new Promise((resolve) => setTimeout(resolve, CANCEL_GRACE_MS));
       session.end(signal.aborted ? "cancelled" : "client");
       return;
     }
