@@ -144,10 +144,16 @@ describe.each(testDatabases())("media streams on $name", (backend) => {
   }
 
   /** Creates a call and answers it at +1.1 s, the clock frozen there until the stream is connected. */
-  async function answeredWithStream(project: string, from: string, to: string, stream: OpenStream) {
+  async function answeredWithStream(
+    project: string,
+    from: string,
+    to: string,
+    stream: OpenStream,
+    path = "/start",
+  ) {
     // Placing the call arms two timers (its setup and its timeout).
     const before = scheduler.pendingCount;
-    const created = await createCall(project, from, to);
+    const created = await createCall(project, from, to, path);
     await until(() => scheduler.pendingCount >= before + 2, "the call to be placed");
     await scheduler.advance(1.1);
     await until(() => stream.events.length > 0 || stream.finished, "call_connected");
@@ -416,5 +422,48 @@ describe.each(testDatabases())("media streams on $name", (backend) => {
     expect(ended.state).toBe(Call_State.FAILED);
     expect(ended.errorCode).toBe("STREAM_UNAVAILABLE");
     expect(ended.errorMessage).toContain("within 2 seconds");
+  });
+
+  it("a stream is bound to its project and to one call: <Stream> elsewhere is STREAM_UNAVAILABLE", async () => {
+    const client = await clientFor("grpc");
+    const { project, from } = await owner();
+    const other = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 300 });
+    const id = newStreamId();
+    const name = `${project}/streams/${id}`;
+    serve({
+      "/first": xml(`<Stream Name="${id}"/>`),
+      "/second": xml(`<Stream Name="${id}" TimeoutSeconds="0"/>`),
+      "/foreign": xml(`<Stream Name="${name}" TimeoutSeconds="0"/>`),
+    });
+    const stream = await openStream(client, name, "MULAW");
+    const first = await answeredWithStream(project, from, to, stream, "/first");
+    expect(stream.events[0]).toEqual({ kind: "callConnected", call: first.name });
+    const second = await createCall(project, from, to, "/second");
+    const foreign = await createCall(other.project, other.from, to, "/foreign");
+    for (const [call, why] of [
+      [second, "connected to another call"],
+      [foreign, "not of the call's project"],
+    ] as const) {
+      await advanceUntil(
+        () => handler.requests.filter((r) => r.path !== "/first").length >= 2,
+        "both calls to ask for markup",
+      );
+      // runToEnd would wait for the first call too: poll this one.
+      let ended = await harness.connect.getCall({ name: call.name });
+      for (let i = 0; i < 100 && ended.state !== Call_State.FAILED; i++) {
+        await scheduler.advance(0.1);
+        await sleep(5);
+        ended = await harness.connect.getCall({ name: call.name });
+      }
+      expect(ended.state).toBe(Call_State.FAILED);
+      expect(ended.errorCode).toBe("STREAM_UNAVAILABLE");
+      expect(ended.errorMessage).toContain(why);
+    }
+    // The first call is still bridged: its stream still open, until the client closes it.
+    expect(stream.finished).toBe(false);
+    stream.close();
+    expect((await stream.done).code).toBe("OK");
+    expect((await runToEnd(first.name)).state).toBe(Call_State.COMPLETED);
   });
 });

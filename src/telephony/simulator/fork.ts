@@ -9,6 +9,11 @@
  * The leg's end delivers the remote audio up to the end, then `ended`.
  * Audio given to `play` therefore starts at the next boundary (at most one
  * frame of latency) and `clear` leaves the frame being played to play out.
+ * Both directions count samples by the leg's clock (`nowMs`) between
+ * boundaries: on a scaled simulator (SIMULATOR_TIME_SCALE, whose timestamps
+ * come from the service clock) frames then carry less audio, compressed
+ * like recordings are; at scale 1 and on a test scheduler a frame is
+ * exactly `frameSeconds` of audio.
  */
 import type { ForkEvents, MediaFork } from "../carrier.js";
 import type { Timer } from "../scheduler.js";
@@ -26,7 +31,6 @@ export interface ForkHost {
 }
 
 export class SimulatorFork implements MediaFork {
-  private readonly frameSamples: number;
   private chunks: Int16Array[] = [];
   queued = 0;
   /** Output rendered up to here (call time, ms). */
@@ -44,7 +48,6 @@ export class SimulatorFork implements MediaFork {
     private readonly events: ForkEvents,
   ) {
     if (!(frameSeconds > 0)) throw new RangeError("frameSeconds must be above 0");
-    this.frameSamples = Math.round(frameSeconds * SAMPLE_RATE);
     this.renderedMs = host.nowMs();
     this.playingUntilMs = this.renderedMs;
     this.arm();
@@ -65,6 +68,8 @@ export class SimulatorFork implements MediaFork {
   private tick(): void {
     if (this.closed) return;
     const now = this.host.nowMs();
+    // The frame just past, in samples of the leg's clock.
+    const frameSamples = Math.round(((now - this.renderedMs) * SAMPLE_RATE) / 1000);
     this.emit(now);
     if (this.closed) return;
     if (this.playing && this.queued === 0 && this.playingUntilMs <= now) {
@@ -72,7 +77,7 @@ export class SimulatorFork implements MediaFork {
       this.events.drained();
       if (this.closed) return;
     }
-    const frame = this.take(this.frameSamples);
+    const frame = this.take(frameSamples);
     if (frame.length > 0) {
       this.host.timeline.playSamples(now, frame);
       this.playingUntilMs = now + (frame.length * 1000) / SAMPLE_RATE;
