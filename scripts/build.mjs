@@ -8,9 +8,9 @@
  * listed as external stay imports of node_modules (see below). The SQL
  * migrations and the OpenAPI documents are copied beside the modules, which
  * find them relative to themselves (`./migrations`, `./openapi`), and the
- * embedded database's template is made (dist/pglite-template.tar.gz:
- * initialised, migrated and seeded, so a first start skips initdb;
- * src/db/embedded-template.ts).
+ * embedded database's template is made (dist/pglite-template/: a data
+ * directory initialised, migrated and seeded, which a first start copies
+ * instead of running initdb; src/db/embedded-template.ts).
  *
  *   node scripts/build.mjs             build
  *   node scripts/build.mjs --if-stale  build only when a source is newer than dist/
@@ -57,9 +57,12 @@ mkdirSync(out, { recursive: true });
 await esbuild.build({
   absWorkingDir: root,
   entryPoints: {
-    server: "src/server.ts",
+    // src/start.ts starts the embedded database's thread, then loads src/server.ts.
+    server: "src/start.ts",
     cli: "src/cli.ts",
     "make-embedded-template": "src/db/make-embedded-template.ts",
+    // The embedded database's worker thread (src/db/pglite-thread.ts finds it beside itself).
+    "pglite-worker": "src/db/pglite-worker.ts",
   },
   outdir: out,
   bundle: true,
@@ -99,12 +102,8 @@ cpSync(join(root, "src/db/migrations"), join(out, "migrations"), { recursive: tr
 cpSync(join(root, "gen/openapi"), join(out, "openapi"), { recursive: true });
 // The embedded database's template: initialised, migrated and seeded once
 // here, so a first start skips initdb (src/db/embedded-template.ts).
-execFileSync(
-  process.execPath,
-  [join(out, "make-embedded-template.js"), join(out, "pglite-template.tar.gz")],
-  {
-    stdio: "inherit",
-  },
-);
+execFileSync(process.execPath, [join(out, "make-embedded-template.js"), join(out, "pglite-template")], {
+  stdio: "inherit",
+});
 writeFileSync(stamp, `${new Date().toISOString()}\n`);
 console.error(`build: dist/ in ${Math.round(performance.now() - started)} ms`);

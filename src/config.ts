@@ -3,6 +3,7 @@
  * validated. Nothing else in src/ reads process.env.
  */
 import { resolve } from "node:path";
+import { databaseUrlFrom, dataDirFrom } from "./db/location.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
@@ -281,11 +282,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const role = (env.ROLE || "all") as Role;
   if (!ROLES.includes(role)) throw new ConfigError(`ROLE must be one of ${ROLES.join(", ")}`);
-  const databaseUrl = env.DATABASE_URL || undefined;
+  const databaseUrl = databaseUrlFrom(env);
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL must be a postgres:// or postgresql:// URL");
   }
-  const dataDir = resolve(env.DATA_DIR || "./data");
+  const dataDir = dataDirFrom(env);
   return {
     port: int(env, "PORT", 8080, 0, 65535),
     host: env.HOST || "127.0.0.1",

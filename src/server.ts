@@ -366,9 +366,13 @@ async function main(): Promise<void> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+/** Runs the service as a process (main()), exiting 1 with the reason when it cannot start. */
+export function runMain(): void {
   main().catch((err) => {
     console.error(err instanceof Error ? err.message : err);
     process.exit(1);
   });
 }
+
+// `tsx src/server.ts` (npm run start:dev); the build's entry is src/start.ts.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) runMain();

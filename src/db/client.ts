@@ -9,11 +9,8 @@
  *   single connection and a query on the outer `db` deadlocks.
  * - Write SQL both PostgreSQL 15 and PGlite (PostgreSQL 18) accept.
  */
-import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import { is } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite, PgliteDatabase } from "drizzle-orm/pglite";
@@ -23,7 +20,9 @@ import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import type { ExtractTablesWithRelations } from "drizzle-orm/relations";
 import postgres from "postgres";
 import type { Config } from "../config.js";
-import { embeddedTemplateFor } from "./embedded-template.js";
+import { embeddedTemplateDir } from "./embedded-template.js";
+import { embeddedDataDir } from "./location.js";
+import { adoptPgliteThread, startPgliteThread } from "./pglite-thread.js";
 import * as schema from "./schema/index.js";
 
 export type Schema = typeof schema;
@@ -59,20 +58,50 @@ const MIGRATION_LOCK_KEY = 0x5b0a4d;
 
 /** Opens the database `config` names. Does not migrate: call `migrate()`. */
 export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir">): Promise<Database> {
-  if (config.databaseUrl === undefined) {
-    const dataDir = join(config.dataDir, "pgdata");
-    // A first start loads the build's template rather than running initdb.
-    const template = embeddedTemplateFor(dataDir);
-    const fresh = !existsSync(join(dataDir, "PG_VERSION"));
-    await mkdir(dataDir, { recursive: true });
-    const database = wrapPglite(
-      await PGlite.create(template ? { dataDir, loadDataDir: template } : { dataDir }),
-    );
-    if (template) database.created = "template";
-    else if (fresh) database.created = "initdb";
-    return database;
-  }
+  if (config.databaseUrl === undefined) return openEmbedded(embeddedDataDir(config.dataDir));
   return openPostgres(config.databaseUrl);
+}
+
+/**
+ * The embedded database: PGlite in a worker thread (src/db/pglite-thread.ts;
+ * the one started ahead of the imports when there is one), driven through
+ * the same `postgres` client as a server, over one connection (PGlite has a
+ * single session). A first start copies the build's template into the empty
+ * data directory rather than running initdb.
+ */
+export async function openEmbedded(dataDir: string, template = embeddedTemplateDir()): Promise<Database> {
+  const thread = adoptPgliteThread(dataDir) ?? startPgliteThread(dataDir, template);
+  let created: "template" | "initdb" | undefined;
+  try {
+    ({ created } = await thread.ready);
+  } catch (err) {
+    await thread.close();
+    throw err;
+  }
+  const options = {
+    // A documented option its type definitions leave out: the stream to use instead of a TCP socket.
+    socket: () => thread.connect(),
+    max: 1,
+    // One long-lived connection: never closed for idleness or age.
+    idle_timeout: 0,
+    max_lifetime: 0,
+    user: "postgres",
+    database: "postgres",
+    onnotice: () => {},
+  };
+  const client = postgres(options as postgres.Options<Record<string, postgres.PostgresType>>);
+  const db = drizzlePostgres({ client, schema });
+  const database: Database = {
+    db: db as unknown as Db,
+    driver: "pglite",
+    migrate: () => migratePostgres(db, { migrationsFolder: MIGRATIONS_FOLDER }),
+    close: async () => {
+      await client.end({ timeout: 5 });
+      await thread.close();
+    },
+  };
+  if (created !== undefined) database.created = created;
+  return database;
 }
 
 /** A Database over an open PGlite instance (for example a clone of a test template). */

@@ -263,8 +263,8 @@ describe("Request limits, corrupt messages and unknown procedures", () => {
   });
 
   describe("unknown procedures", () => {
-    const UNKNOWN_SERVICE = "/enfonica.voice.v1beta1.SipInfoService/GetSipInfo";
-    const UNKNOWN_METHOD = "/enfonica.messaging.v1.Unsubscribers/GetSipInfo";
+    const UNKNOWN_SERVICE = "/enfonica.voice.v1beta1.NoSuchService/GetNothing";
+    const UNKNOWN_METHOD = "/enfonica.messaging.v1.Unsubscribers/GetNothing";
 
     it("@grpc/grpc-js sees UNIMPLEMENTED", async () => {
       const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
@@ -302,8 +302,8 @@ describe("Request limits, corrupt messages and unknown procedures", () => {
       try {
         for (const [name, transport] of transports) {
           for (const method of [
-            unaryList("enfonica.voice.v1beta1.SipInfoService", "GetSipInfo"),
-            unaryList(undefined, "GetSipInfo"),
+            unaryList("enfonica.voice.v1beta1.NoSuchService", "GetNothing"),
+            unaryList(undefined, "GetNothing"),
           ]) {
             const err = await callError(transport, method, { parent: project }, auth);
             expect(Code[err.code], `${name}: ${err.rawMessage}`).toBe("Unimplemented");

@@ -1,0 +1,22 @@
+/**
+ * Where the database is, from the environment: a PostgreSQL server
+ * (`DATABASE_URL`) or the embedded database in `DATA_DIR`. Kept apart from
+ * src/config.ts so that the process entry (src/start.ts) can start the
+ * embedded database before the rest of the service is loaded.
+ */
+import { join, resolve } from "node:path";
+
+/** DATABASE_URL: unset (or empty) means the embedded database. */
+export function databaseUrlFrom(env: NodeJS.ProcessEnv): string | undefined {
+  return env.DATABASE_URL || undefined;
+}
+
+/** DATA_DIR, absolute: default `./data`. */
+export function dataDirFrom(env: NodeJS.ProcessEnv): string {
+  return resolve(env.DATA_DIR || "./data");
+}
+
+/** The PostgreSQL data directory of the embedded database, inside `DATA_DIR`. */
+export function embeddedDataDir(dataDir: string): string {
+  return join(dataDir, "pgdata");
+}

@@ -1,0 +1,161 @@
+/**
+ * The main thread's side of the embedded database: starts PGlite in a
+ * worker thread (src/db/pglite-worker.ts) and hands out socket-like streams
+ * that carry the PostgreSQL wire protocol to it, so the `postgres` client
+ * (the same one a PostgreSQL server is reached with) drives it. PGlite's
+ * WebAssembly then never blocks the event loop that serves requests.
+ *
+ * `startPgliteThread` may be called before the rest of the service is
+ * imported (src/main.ts does), so that PGlite opens on one core while the
+ * other loads the code; `adoptPgliteThread` finds that thread again.
+ */
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { Duplex } from "node:stream";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { FromWorker, PgliteWorkerData, ToWorker } from "./pglite-worker.js";
+
+export interface PgliteThread {
+  readonly dataDir: string;
+  /** Resolves once the database is open: with how its data directory was made, when this start made it. */
+  readonly ready: Promise<{ created?: "template" | "initdb" }>;
+  /** A new client connection (for the `postgres` client's `socket` option). */
+  connect(): Duplex;
+  /** Closes the database (after queued work) and ends the thread. */
+  close(): Promise<void>;
+}
+
+/**
+ * A worker running the build's module (dist/pglite-worker.js) or, from the
+ * sources (tsx, tests), the TypeScript module through tsx's loader.
+ */
+function spawnWorker(workerData: PgliteWorkerData): Worker {
+  const built = new URL("./pglite-worker.js", import.meta.url);
+  if (existsSync(fileURLToPath(built))) return new Worker(built, { workerData });
+  // tsx's ESM API, registered in the worker itself (on Node 20 tsx's hooks
+  // do not reach worker threads).
+  const api = createRequire(import.meta.url)
+    .resolve("tsx/esm/api")
+    .replace(/\.cjs$/, ".mjs");
+  const source = new URL("./pglite-worker.ts", import.meta.url).href;
+  const boot = `import(${JSON.stringify(pathToFileURL(api).href)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}); });`;
+  return new Worker(boot, { eval: true, workerData });
+}
+
+let started: PgliteThread | undefined;
+
+/** Starts PGlite on `dataDir` in a worker thread; `template` is copied into an empty data directory first. */
+export function startPgliteThread(dataDir: string, template?: string): PgliteThread {
+  const worker = spawnWorker(template === undefined ? { dataDir } : { dataDir, template });
+  const sockets = new Map<number, Duplex>();
+  let nextConn = 1;
+  let closing: Promise<void> | undefined;
+  let exited = false;
+
+  const ready = new Promise<{ created?: "template" | "initdb" }>((resolve, reject) => {
+    worker.on("message", (message: FromWorker) => {
+      switch (message.type) {
+        case "ready":
+          resolve(message.created === undefined ? {} : { created: message.created });
+          break;
+        case "failed":
+          reject(new Error(`the embedded database did not open: ${message.message}`));
+          break;
+        case "data":
+          sockets
+            .get(message.conn)
+            ?.push(Buffer.from(message.bytes.buffer, message.bytes.byteOffset, message.bytes.length));
+          break;
+        case "error":
+          sockets.get(message.conn)?.destroy(new Error(`embedded database: ${message.message}`));
+          break;
+        case "closed":
+          break;
+      }
+    });
+    worker.on("error", (err) => {
+      reject(err);
+      for (const s of sockets.values()) s.destroy(err);
+    });
+    worker.on("exit", (code) => {
+      exited = true;
+      const err = new Error(`the embedded database thread exited (${code})`);
+      reject(err);
+      for (const s of sockets.values()) s.destroy(err);
+    });
+  });
+  // A failed start is reported by whoever awaits `ready`; never an unhandled rejection.
+  ready.catch(() => {});
+
+  const send = (message: ToWorker, transfer: ArrayBuffer[] = []) => worker.postMessage(message, transfer);
+
+  const thread: PgliteThread = {
+    dataDir,
+    ready,
+    connect() {
+      const conn = nextConn++;
+      const socket = new Duplex({
+        read() {},
+        write(chunk: Buffer, _encoding, callback) {
+          if (exited) {
+            callback(new Error("the embedded database is closed"));
+            return;
+          }
+          // A copy: the client's buffers may be views of a shared pool.
+          const bytes = new Uint8Array(chunk);
+          send({ type: "data", conn, bytes }, [bytes.buffer as ArrayBuffer]);
+          callback();
+        },
+        // The client ending its side (after Terminate) closes the connection.
+        final(callback) {
+          callback();
+          this.destroy();
+        },
+        destroy(err, callback) {
+          sockets.delete(conn);
+          callback(err);
+        },
+      });
+      // What the `postgres` client uses of a net.Socket.
+      Object.assign(socket, {
+        setKeepAlive: () => socket,
+        setNoDelay: () => socket,
+        setTimeout: () => socket,
+      });
+      Object.defineProperty(socket, "readyState", { get: () => (socket.destroyed ? "closed" : "open") });
+      sockets.set(conn, socket);
+      return socket;
+    },
+    close() {
+      closing ??= (async () => {
+        if (!exited) {
+          const closed = new Promise<void>((resolve) => {
+            const onMessage = (message: FromWorker) => {
+              if (message.type === "closed") {
+                worker.off("message", onMessage);
+                resolve();
+              }
+            };
+            worker.on("message", onMessage);
+            worker.once("exit", () => resolve());
+          });
+          send({ type: "close" });
+          await closed;
+          await worker.terminate();
+        }
+        if (started === thread) started = undefined;
+      })();
+      return closing;
+    },
+  };
+  started = thread;
+  return thread;
+}
+
+/** The thread started for `dataDir` ahead of the rest of the service, if any (taken once). */
+export function adoptPgliteThread(dataDir: string): PgliteThread | undefined {
+  const thread = started;
+  if (thread === undefined || thread.dataDir !== dataDir) return undefined;
+  return thread;
+}

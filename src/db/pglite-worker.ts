@@ -1,0 +1,134 @@
+/**
+ * The embedded database's thread: PGlite (PostgreSQL compiled to
+ * WebAssembly) runs here, off the main event loop, and speaks the
+ * PostgreSQL wire protocol to the main thread (src/db/pglite-thread.ts),
+ * where an ordinary `postgres` client talks to it as to a server.
+ *
+ * Messages from the main thread:
+ * - `{ type: "data", conn, bytes }`: bytes a client connection wrote. They
+ *   are cut into whole protocol messages (a write may hold several, or part
+ *   of one) and run in order through `execProtocolRaw`; what PGlite answers
+ *   goes back as `{ type: "data", conn, bytes }`.
+ * - `{ type: "close" }`: closes PGlite (after every queued message) and
+ *   answers `{ type: "closed" }`.
+ * It posts `{ type: "ready", created }` once the database is open, or
+ * `{ type: "failed", message }`.
+ *
+ * PGlite has a single session: every connection shares it. The main side
+ * opens one connection at a time (a pool of one), as PGlite's own client
+ * would.
+ */
+import { cpSync, existsSync, readdirSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { parentPort, workerData } from "node:worker_threads";
+import { PGlite } from "@electric-sql/pglite";
+
+export interface PgliteWorkerData {
+  /** The PostgreSQL data directory. */
+  dataDir: string;
+  /** A data directory to copy into an empty `dataDir` first (the build's template). */
+  template?: string;
+}
+
+export type ToWorker = { type: "data"; conn: number; bytes: Uint8Array } | { type: "close" };
+export type FromWorker =
+  | { type: "ready"; created?: "template" | "initdb" }
+  | { type: "failed"; message: string }
+  | { type: "data"; conn: number; bytes: Uint8Array }
+  | { type: "error"; conn: number; message: string }
+  | { type: "closed" };
+
+/** PostgreSQL frontend message types that must never reach the shared session. */
+const TERMINATE = 0x58; // 'X': a client ending its connection; the session lives on.
+
+const port = parentPort;
+if (port === null) throw new Error("pglite-worker runs as a worker thread");
+const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
+
+const { dataDir, template } = workerData as PgliteWorkerData;
+
+/** Per connection: bytes not yet forming a whole message, and whether the startup message was seen. */
+const connections = new Map<number, { pending: Buffer; started: boolean }>();
+/** Messages run one after another, in arrival order, whatever the connection. */
+let queue: Promise<void> = Promise.resolve();
+
+/** Cuts the whole messages off the front of a connection's bytes. */
+function wholeMessages(state: { pending: Buffer; started: boolean }): Buffer[] {
+  const out: Buffer[] = [];
+  let buf = state.pending;
+  for (;;) {
+    // The startup message (and SSL or cancel requests) has no type byte.
+    const header = state.started ? 5 : 4;
+    if (buf.length < header) break;
+    const length = state.started ? buf.readInt32BE(1) + 1 : buf.readInt32BE(0);
+    if (buf.length < length) break;
+    const message = buf.subarray(0, length);
+    buf = buf.subarray(length);
+    if (state.started && message[0] === TERMINATE) continue;
+    out.push(message);
+    state.started = true;
+  }
+  state.pending = buf;
+  return out;
+}
+
+async function open(): Promise<{ db: PGlite; created?: "template" | "initdb" }> {
+  const empty = !existsSync(dataDir) || readdirSync(dataDir).length === 0;
+  let created: "template" | "initdb" | undefined;
+  if (empty && template !== undefined && existsSync(template)) {
+    cpSync(template, dataDir, { recursive: true });
+    created = "template";
+  } else if (empty) {
+    await mkdir(dataDir, { recursive: true });
+    created = "initdb";
+  }
+  const db = await PGlite.create({ dataDir });
+  // A new backend's first queries load its catalog caches (half a second);
+  // here that overlaps the main thread loading the service. This is the
+  // query the `postgres` client runs when it connects.
+  await db.query(
+    "select b.oid, b.typarray from pg_catalog.pg_type a left join pg_catalog.pg_type b on b.oid = a.typelem where a.typcategory = 'A' group by b.oid, b.typarray order by b.oid",
+  );
+  // PGlite does a few hundred milliseconds of work of its own right after
+  // its first query (seen as the next timer's lateness): let it happen now,
+  // still overlapping the service's load, rather than delay the first request.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  return created === undefined ? { db } : { db, created };
+}
+
+try {
+  const { db, created } = await open();
+  port.on("message", (message: ToWorker) => {
+    if (message.type === "close") {
+      queue = queue.then(async () => {
+        await db.close();
+        post({ type: "closed" });
+      });
+      return;
+    }
+    let state = connections.get(message.conn);
+    if (state === undefined) {
+      state = { pending: Buffer.alloc(0), started: false };
+      connections.set(message.conn, state);
+    }
+    state.pending = Buffer.concat([state.pending, message.bytes]);
+    const messages = wholeMessages(state);
+    if (messages.length === 0) return;
+    const input = messages.length === 1 ? messages[0]! : Buffer.concat(messages);
+    const conn = message.conn;
+    queue = queue.then(async () => {
+      try {
+        const answer = await db.execProtocolRaw(new Uint8Array(input.buffer, input.byteOffset, input.length));
+        if (answer.length > 0) {
+          const bytes = answer.slice();
+          post({ type: "data", conn, bytes }, [bytes.buffer as ArrayBuffer]);
+        }
+      } catch (err) {
+        post({ type: "error", conn, message: err instanceof Error ? err.message : String(err) });
+      }
+    });
+  });
+  post(created === undefined ? { type: "ready" } : { type: "ready", created });
+} catch (err) {
+  post({ type: "failed", message: err instanceof Error ? err.message : String(err) });
+}

@@ -1,0 +1,16 @@
+/**
+ * The process entry of the compiled service (`dist/server.js`, what
+ * `npm start` runs). On the embedded database it starts PGlite's thread
+ * first, so that the database opens on one core while this one loads the
+ * rest of the service; then it runs src/server.ts's main(), which adopts
+ * that thread (src/db/pglite-thread.ts).
+ */
+import { embeddedTemplateDir } from "./db/embedded-template.js";
+import { databaseUrlFrom, dataDirFrom, embeddedDataDir } from "./db/location.js";
+import { startPgliteThread } from "./db/pglite-thread.js";
+
+if (databaseUrlFrom(process.env) === undefined) {
+  startPgliteThread(embeddedDataDir(dataDirFrom(process.env)), embeddedTemplateDir());
+}
+const { runMain } = await import("./server.js");
+runMain();
