@@ -8,7 +8,6 @@ import {
   create,
   type DescMessage,
   type DescMethod,
-  type DescMethodBiDiStreaming,
   type DescMethodUnary,
   getOption,
   toJson,
@@ -101,8 +100,6 @@ describe("permission matrix", () => {
 
   /** A value for a project-naming field: a well-formed name in `project`. */
   function nameFor(method: DescMethod, path: string, project: string): string {
-    // The one streaming method (Streams.StreamCall: setup.stream) has no HTTP rule.
-    if (method.methodKind !== "unary") return `${project}/streams/x1`;
     const rule = getOption(method, http);
     const templates = [rule, ...rule.additionalBindings].map((r) => {
       const p = r.pattern;
@@ -150,24 +147,8 @@ describe("permission matrix", () => {
     method: DescMethod,
     input: ReturnType<typeof requestFor>,
   ): Promise<Outcome> {
+    if (method.methodKind !== "unary") throw new Error("unary only");
     try {
-      if (method.methodKind === "bidi_streaming") {
-        // One message (the first names the project), then the client is done.
-        const res = await transport.stream(
-          method as DescMethodBiDiStreaming,
-          undefined,
-          undefined,
-          undefined,
-          (async function* () {
-            yield input;
-          })(),
-        );
-        for await (const _ of res.message) {
-          // Drain: the outcome is the status.
-        }
-        return "AUTHORIZED";
-      }
-      if (method.methodKind !== "unary") throw new Error("unary and bidi only");
       await transport.unary(method as DescMethodUnary, undefined, undefined, undefined, input);
       return "AUTHORIZED";
     } catch (err) {
@@ -254,19 +235,16 @@ describe("permission matrix", () => {
     };
 
     it.each(casesFor(policy).map((c) => [c.name, c] as const))("Connect with %s", async (_name, c) => {
-      const m = method();
       const transport = createConnectTransport({
         baseUrl,
-        // A bidirectional stream needs HTTP/2.
-        httpVersion: m.methodKind === "bidi_streaming" ? "2" : "1.1",
+        httpVersion: "1.1",
         interceptors: [bearer(c.token())],
       });
+      const m = method();
       expect(await callRpc(transport, m, requestFor(m, policy, projectA, projectD))).toBe(c.expected);
     });
 
-    // Streams.StreamCall, a bidirectional stream, has no REST binding: no REST cases.
-    const restCases = methodPath === "enfonica.voice.v1beta1.Streams/StreamCall" ? [] : casesFor(policy);
-    it.each(restCases.map((c) => [c.name, c] as const))("REST with %s", async (_name, c) => {
+    it.each(casesFor(policy).map((c) => [c.name, c] as const))("REST with %s", async (_name, c) => {
       const m = method();
       const { outcome, status, body } = await callRest(
         m,

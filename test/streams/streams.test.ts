@@ -26,6 +26,7 @@ import {
   Recordings,
 } from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import { SimulatorRoute_Audio } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import { ALL_PERMISSIONS } from "../../src/auth/permissions.js";
 import { decodeG711, encodeG711 } from "../../src/telephony/g711.js";
 import { newApiKey, newProject, TEST_OPERATOR_TOKEN } from "../support/app.js";
 import { callHarness, sleep, xml } from "../support/calls.js";
@@ -335,7 +336,7 @@ describe.each(testDatabases())("media streams on $name", (backend) => {
       await until(() => harness.app.engine.streams.size === 0, "the stream to be released");
     });
 
-    it("rejects a stream of a project the key has no permission on, before anything else", async () => {
+    it("rejects a stream without voice.streams.create on its project, before anything else", async () => {
       const client = await clientFor(which);
       const mine = await newProject(database.db);
       const theirs = await newProject(database.db);
@@ -344,6 +345,16 @@ describe.each(testDatabases())("media streams on $name", (backend) => {
       // Malformed audio config too: the permission is checked first.
       denied.send({ setup: { stream: `${theirs}/streams/x`, encoding: "UNSPECIFIED" } });
       expect(await denied.done).toMatchObject({ code: "PERMISSION_DENIED", reason: "PERMISSION_DENIED" });
+      // A key holding every other permission on the stream's own project.
+      const lacking = await newApiKey(database.db, [
+        {
+          project: mine,
+          permissions: ALL_PERMISSIONS.filter((p) => p !== "voice.streams.create"),
+        },
+      ]);
+      const without = client.open(lacking.secret);
+      without.send({ setup: { stream: `${mine}/streams/${newStreamId()}`, encoding } });
+      expect(await without.done).toMatchObject({ code: "PERMISSION_DENIED", reason: "PERMISSION_DENIED" });
       const none = client.open("not-a-key");
       none.send({ setup: { stream: `${mine}/streams/x`, encoding } });
       expect((await none.done).code).toBe("UNAUTHENTICATED");
