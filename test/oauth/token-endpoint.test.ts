@@ -12,9 +12,11 @@ import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Messages } from "../../gen/enfonica/messaging/v1/messages_pb.js";
 import { Unsubscribers } from "../../gen/enfonica/messaging/v1/unsubscribers_pb.js";
+import { ServiceAccounts } from "../../gen/switchboard/admin/v1/service_accounts_pb.js";
 import { type App, build } from "../../src/server.js";
 import { allAdapters, type Outcome, type TransportAdapter } from "../e2e/transports.js";
 import { TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
+import { TestClock } from "../support/clock.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON answers, checked by the assertions
@@ -54,7 +56,7 @@ describe.each(testDatabases())("service accounts and POST /oauth2/token on $name
       db: database.db,
     });
     replicaBase = `http://127.0.0.1:${(await replica.listen(0, "127.0.0.1")).port}`;
-    adapters = await allAdapters(address.port, [Unsubscribers, Messages]);
+    adapters = await allAdapters(address.port, [Unsubscribers, Messages, ServiceAccounts]);
   });
 
   afterAll(async () => {
@@ -486,5 +488,70 @@ describe.each(testDatabases())("service accounts and POST /oauth2/token on $name
     expect((await call("DELETE", `/admin/v1/serviceAccounts/${account}`)).status).toBe(200);
     refusedEverywhere(await everywhere(project, byAccount), "UNAUTHENTICATED", "CREDENTIALS_INVALID");
     expect((await call("GET", `/admin/v1/serviceAccounts/${account}`)).status).toBe(404);
+  });
+
+  it("refuses bad admin input with INVALID_ARGUMENT naming the field on gRPC, gRPC-Web and Connect", async () => {
+    const project = newId("sa-p");
+    await call("POST", `/admin/v1/projects?projectId=${project}`, {});
+    const cases: Array<[Json, string]> = [
+      [
+        {
+          serviceAccountId: "Not_Valid",
+          serviceAccount: { bindings: [{ project: `projects/${project}`, roles: ["roles/viewer"] }] },
+        },
+        "service_account_id",
+      ],
+      [{ serviceAccountId: "no-bindings", serviceAccount: {} }, "service_account.bindings"],
+      [
+        {
+          serviceAccountId: "ghost-project",
+          serviceAccount: { bindings: [{ project: "projects/nowhere", roles: ["roles/viewer"] }] },
+        },
+        "service_account.bindings[0].project",
+      ],
+    ];
+    for (const a of adapters.filter((x) => x.name !== "rest")) {
+      for (const [request, field] of cases) {
+        const o = await a.call(ServiceAccounts, "CreateServiceAccount", request, TEST_OPERATOR_TOKEN);
+        expect(o.ok ? undefined : [a.name, o.code, o.fieldViolations]).toEqual([
+          a.name,
+          "INVALID_ARGUMENT",
+          [field],
+        ]);
+      }
+    }
+    expect((await call("GET", "/admin/v1/serviceAccounts/no-bindings")).status).toBe(404);
+  });
+
+  it("refuses an access token once it has expired", async () => {
+    const clock = new TestClock(new Date());
+    const timed = await build({
+      config: testConfig({ OAUTH_TOKEN_URL: tokenUrl, OAUTH_ACCESS_TOKEN_TTL_SECONDS: "60", ROLE: "api" }),
+      db: database.db,
+      clock,
+    });
+    try {
+      const timedBase = `http://127.0.0.1:${(await timed.listen(0, "127.0.0.1")).port}`;
+      const { project, keyFile } = await setup();
+      const res = await exchange(
+        grant(await assertion(keyFile, { iat: Math.floor(clock.now().getTime() / 1000) })),
+        {
+          url: `${timedBase}/oauth2/token`,
+        },
+      );
+      expect(res.json.expires_in).toBe(60);
+      const bearer = res.json.access_token as string;
+      const list = () =>
+        fetch(`${timedBase}/v1/projects/${project}/unsubscribers`, {
+          headers: { authorization: `Bearer ${bearer}` },
+        });
+      expect((await list()).status).toBe(200);
+      clock.advance(61_000);
+      const refused = await list();
+      expect(refused.status).toBe(401);
+      expect(JSON.stringify(await refused.json())).toContain("ACCESS_TOKEN_EXPIRED");
+    } finally {
+      await timed.close();
+    }
   });
 });
