@@ -143,18 +143,6 @@ export function buildServices(deps: Deps): ServiceEntry[] {
       desc: ApiKeys,
       impl: apiKeysService(new ApiKeysDomain(new ApiKeysRepository(deps.db), projects, deps.clock)),
     },
-    {
-      desc: ServiceAccounts,
-      impl: serviceAccountsService(
-        new ServiceAccountsDomain(
-          new ServiceAccountsRepository(deps.db),
-          new ServiceAccountKeysRepository(deps.db),
-          projects,
-          deps.clock,
-          () => tokenUrl.url,
-        ),
-      ),
-    },
     { desc: RegulatoryListings, impl: regulatoryListingsService(numbering.listings) },
     { desc: Unsubscribers, impl: unsubscribersService(unsubscribers) },
     { desc: PhoneNumbers, impl: phoneNumbersService(numbering.inventory) },
@@ -197,6 +185,19 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     { desc: Transcriptions, impl: unimplementedService(Transcriptions) },
     { desc: SipInfoService, impl: unimplementedService(SipInfoService) },
     { desc: Streams, impl: unimplementedService(Streams) },
+    // Last: the fuzz test seeds each method by its position.
+    {
+      desc: ServiceAccounts,
+      impl: serviceAccountsService(
+        new ServiceAccountsDomain(
+          new ServiceAccountsRepository(deps.db),
+          new ServiceAccountKeysRepository(deps.db),
+          projects,
+          deps.clock,
+          () => tokenUrl.url,
+        ),
+      ),
+    },
   ];
   return entries;
 }

@@ -43,7 +43,8 @@ export interface TokenRouteOptions {
 export function tokenRoute(options: TokenRouteOptions): Fallback {
   return async (req, res) => {
     const path = (req.url ?? "/").split("?", 1)[0];
-    if (path !== TOKEN_PATH && path !== options.tokenPath()) return false;
+    // The configured path takes POSTs only: other requests on it go on down the chain.
+    if (path !== TOKEN_PATH && (path !== options.tokenPath() || req.method !== "POST")) return false;
     try {
       if (req.method !== "POST") {
         throw new OAuthError("invalid_request", "the token endpoint takes POST", 405);
