@@ -17,12 +17,19 @@ export { UsageError } from "./cli/command.js";
 const admin = () => import("./cli/admin.js").then((m) => m.adminCommands);
 const numbering = () => import("./cli/numbering.js").then((m) => m.numberingCommands);
 const voice = () => import("./cli/voice.js").then((m) => m.voiceCommands);
+const serviceAccounts = () => import("./cli/service-accounts.js").then((m) => m.serviceAccountCommands);
 const simulator = () => import("./cli/simulator.js").then((m) => m.simulatorCommands);
 
 /** The command groups, each loaded (with its generated code) only when named. */
 export const groups: readonly Group[] = [
   { name: "projects", summary: "projects: create, list, get, delete", load: admin },
   { name: "keys", summary: "API keys and their bindings to projects", load: admin },
+  {
+    name: "service-accounts",
+    summary:
+      "service accounts, their bindings and keys; access tokens with a key file (the SDKs' OAuth flow)",
+    load: serviceAccounts,
+  },
   { name: "signing-key", summary: "a project's webhook signing key: get, rotate", load: admin },
   { name: "inventory", summary: "the number inventory: add blocks, search", load: numbering },
   {

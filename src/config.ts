@@ -86,6 +86,19 @@ export interface Config {
   faultKillAfterCreateCommit: string | undefined;
   /** OpenTelemetry tracing from the standard OTEL_* variables (src/observability/tracing.ts). */
   tracing: TracingConfig;
+  /** The OAuth 2.0 token endpoint of service accounts (src/oauth/). */
+  oauth: OAuthConfig;
+}
+
+export interface OAuthConfig {
+  /**
+   * OAUTH_TOKEN_URL: the token endpoint's public URL, the only `aud` accepted
+   * in assertions and the `token_uri` of key files. Default: the service's
+   * own URL (scheme, HOST, PORT) + `/oauth2/token`.
+   */
+  tokenUrl: string | undefined;
+  /** OAUTH_ACCESS_TOKEN_TTL_SECONDS: lifetime of access tokens. Default 3600 (the SDKs cache them 55 minutes). */
+  accessTokenTtlSeconds: number;
 }
 
 /** A token bucket: `perSecond` tokens added per second up to `burst`; perSecond 0 turns it off. */
@@ -230,6 +243,27 @@ function bool(env: NodeJS.ProcessEnv, key: string, fallback: boolean): boolean {
   throw new ConfigError(`${key} must be true or false, got ${JSON.stringify(raw)}`);
 }
 
+function oauth(env: NodeJS.ProcessEnv): OAuthConfig {
+  const raw = env.OAUTH_TOKEN_URL || undefined;
+  if (raw !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(raw);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || !/^https?:$/.test(url.protocol) || url.search !== "" || url.hash !== "") {
+      throw new ConfigError(
+        "OAUTH_TOKEN_URL must be an http(s) URL without query, e.g. https://oauth2.example.com/token",
+      );
+    }
+  }
+  return {
+    tokenUrl: raw,
+    accessTokenTtlSeconds: int(env, "OAUTH_ACCESS_TOKEN_TTL_SECONDS", 3600, 60, 3600),
+  };
+}
+
 function linkBaseUrl(raw: string | undefined): string {
   if (raw === undefined || raw === "") return "";
   if (!/^https?:\/\/[^/?#]+$/.test(raw.replace(/\/$/, ""))) {
@@ -315,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyKeyTtlSeconds: int(env, "IDEMPOTENCY_KEY_TTL_SECONDS", 86_400, 60, 30 * 86_400),
     faultKillAfterCreateCommit: env.FAULT_KILL_AFTER_CREATE_COMMIT || undefined,
     tracing: loadTracingConfig(env),
+    oauth: oauth(env),
   };
 }
 

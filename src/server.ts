@@ -11,6 +11,7 @@ import { sql } from "drizzle-orm";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { ServiceAccountKeysRepository } from "./admin/service-account-keys-repository.js";
 import { hardeningInterceptors } from "./api/hardening.js";
 import { withReplay } from "./api/idempotency/interceptor.js";
 import { createInterceptors } from "./api/interceptors.js";
@@ -26,6 +27,11 @@ import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { numberingDomains } from "./numbering/domains.js";
 import { seedDemoInventory } from "./numbering/inventory/demo.js";
+import { AccessTokensRepository } from "./oauth/access-tokens-repository.js";
+import { TokenIssuer } from "./oauth/token-issuer.js";
+import { tokenRoute } from "./oauth/token-route.js";
+import { TokenUrl } from "./oauth/token-url.js";
+import { UsedAssertionsRepository } from "./oauth/used-assertions-repository.js";
 import { markRest, withAccessLog } from "./observability/access-log.js";
 import { addGaugeSource, instrumentDrizzle } from "./observability/metrics.js";
 import { metricsRoute } from "./observability/metrics-route.js";
@@ -157,12 +163,26 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { config, clock, log, db: database, kickWebhooks, recordings },
     options.scheduler === undefined ? {} : { scheduler: options.scheduler },
   );
+  // The token endpoint's public URL: key files carry it, assertions must name it.
+  const tokenUrl = new TokenUrl(config);
   const services =
-    options.services ?? buildServices({ config, clock, log, db: database, kickWebhooks, engine, recordings });
+    options.services ??
+    buildServices({ config, clock, log, db: database, kickWebhooks, engine, recordings, tokenUrl });
   const operatorToken = resolveOperatorToken(config);
   const authenticator = new Authenticator({
     operatorToken: operatorToken.token,
     store: new DbCredentialStore(database),
+    clock,
+  });
+  // Service accounts exchange signed assertions for access tokens (src/oauth/).
+  const tokenIssuer = new TokenIssuer({
+    keys: new ServiceAccountKeysRepository(database),
+    tokens: new AccessTokensRepository(database),
+    assertions: new UsedAssertionsRepository(database),
+    clock,
+    tokenUrl: () => tokenUrl.url,
+    accessTokenTtlSeconds: config.oauth.accessTokenTtlSeconds,
+    services: new Set(services.map((s) => s.desc.typeName)),
   });
 
   const policies = { ...METHOD_POLICIES, ...options.extraPolicies };
@@ -195,6 +215,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     metricsRoute(operatorToken.token),
     // GET signed recording audio links (src/recordings/links.ts)
     recordingAudioRoute(recordings),
+    // POST /oauth2/token: service accounts' JWT-bearer grant (src/oauth/)
+    tokenRoute({ issuer: tokenIssuer, tokenPath: () => tokenUrl.path, log }),
     // google.api.http paths, through the same services and interceptors
     markRest(
       createRestHandler({ services, routes, interceptors, log, maxBodyBytes: config.maxRequestBytes }),
@@ -256,6 +278,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         onError: (err) => log.error({ err }, "listening socket error"),
       });
       const address = await s.listen(port, host);
+      tokenUrl.listeningOn(address.address, address.port);
       server = s;
       return address;
     },

@@ -20,6 +20,7 @@ import { Transcriptions } from "../gen/enfonica/voice/v1beta1/transcriptions_pb.
 import { ApiKeys } from "../gen/switchboard/admin/v1/api_keys_pb.js";
 import { NumberingAdmin } from "../gen/switchboard/admin/v1/numbering_pb.js";
 import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
+import { ServiceAccounts } from "../gen/switchboard/admin/v1/service_accounts_pb.js";
 import { SimulatorAdmin } from "../gen/switchboard/admin/v1/simulator_pb.js";
 import { SipDomainAdmin } from "../gen/switchboard/admin/v1/sip_domains_pb.js";
 import { WebhookDeliveries } from "../gen/switchboard/admin/v1/webhooks_pb.js";
@@ -31,6 +32,10 @@ import { numberingAdminService } from "./admin/numbering-service.js";
 import { ProjectsDomain } from "./admin/projects.js";
 import { ProjectsRepository } from "./admin/projects-repository.js";
 import { projectsService } from "./admin/projects-service.js";
+import { ServiceAccountKeysRepository } from "./admin/service-account-keys-repository.js";
+import { ServiceAccountsDomain } from "./admin/service-accounts.js";
+import { ServiceAccountsRepository } from "./admin/service-accounts-repository.js";
+import { serviceAccountsService } from "./admin/service-accounts-service.js";
 import { unimplementedService } from "./api/unimplemented.js";
 import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
@@ -50,6 +55,7 @@ import { numberingDomains } from "./numbering/domains.js";
 import { phoneNumbersService } from "./numbering/inventory/service.js";
 import { phoneNumberInstancesService } from "./numbering/phone-number-instances/service.js";
 import { regulatoryListingsService } from "./numbering/regulatory-listings/service.js";
+import { TokenUrl } from "./oauth/token-url.js";
 import { createRecordings, type RecordingsDomain, recordingsService } from "./recordings/index.js";
 import type { Scheduler } from "./telephony/scheduler.js";
 import { createSimulatorCarrier, simulatorRoutes } from "./telephony/simulator/index.js";
@@ -81,6 +87,8 @@ export interface Deps {
   engine?: CallEngine;
   /** Recordings (shared with the download route and the engine); made from the config when absent. */
   recordings?: RecordingsDomain;
+  /** The token endpoint's public URL (key files carry it); made from the config when absent. */
+  tokenUrl?: TokenUrl;
 }
 
 /** The call engine of the service: the carrier simulator on `scheduler` (real timers by default). */
@@ -129,6 +137,7 @@ export function buildServices(deps: Deps): ServiceEntry[] {
   const sipDomains = new SipDomainsDomain(voice, deps.clock, deps.config.sipDomains);
   const recordings = deps.recordings ?? createRecordings(deps);
   const engine = deps.engine ?? createCallEngine({ ...deps, recordings });
+  const tokenUrl = deps.tokenUrl ?? new TokenUrl(deps.config);
   const entries: ServiceEntry[] = [
     { desc: Projects, impl: projectsService(new ProjectsDomain(projects, deps.clock)) },
     {
@@ -177,6 +186,19 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     { desc: Transcriptions, impl: unimplementedService(Transcriptions) },
     { desc: SipInfoService, impl: unimplementedService(SipInfoService) },
     { desc: Streams, impl: streamsService(engine.streams) },
+    // Last: the fuzz test seeds each method by its position.
+    {
+      desc: ServiceAccounts,
+      impl: serviceAccountsService(
+        new ServiceAccountsDomain(
+          new ServiceAccountsRepository(deps.db),
+          new ServiceAccountKeysRepository(deps.db),
+          projects,
+          deps.clock,
+          () => tokenUrl.url,
+        ),
+      ),
+    },
   ];
   return entries;
 }

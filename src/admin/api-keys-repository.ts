@@ -4,11 +4,9 @@ import type { StoredKey } from "../auth/interceptor.js";
 import type { Db } from "../db/client.js";
 import { type ApiKeyRow, apiKeyBindings, apiKeys, type NewApiKeyRow } from "../db/schema/admin.js";
 
-export interface Binding {
-  projectId: string;
-  roles: string[];
-  permissions: string[];
-}
+import type { Binding } from "./bindings.js";
+
+export type { Binding } from "./bindings.js";
 
 export interface ApiKeyWithBindings extends ApiKeyRow {
   bindings: Binding[];

@@ -18,12 +18,36 @@ import { Code, ConnectError, createContextKey, type Interceptor } from "@connect
 import { resource } from "../../gen/google/api/resource_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { clip, ERROR_DOMAIN, MAX_ECHO_CHARS, notFound } from "../api/errors.js";
+import { type Clock, systemClock } from "../clock.js";
+import { accessTokenIdOf } from "../oauth/access-token-format.js";
+import type { StoredAccessToken } from "../oauth/access-tokens-repository.js";
 import { expandBinding, METHOD_POLICIES, type MethodPolicy } from "./permissions.js";
 import { hashSecret, keyIdOf, safeEqual } from "./secrets.js";
 
 export type Principal =
   | { kind: "operator" }
-  | { kind: "apiKey"; keyId: string; grants: ReadonlyMap<string, ReadonlySet<string>> };
+  | { kind: "apiKey"; keyId: string; grants: ReadonlyMap<string, ReadonlySet<string>> }
+  | {
+      kind: "serviceAccount";
+      accountId: string;
+      /** The key the access token was obtained with. */
+      keyId: string;
+      grants: ReadonlyMap<string, ReadonlySet<string>>;
+      /** The services (`package.Service`) the access token's scope names: the only ones it may call. */
+      services: ReadonlySet<string>;
+    };
+
+/** The credential's resource name, for logs and per-credential rate limits. */
+export function credentialName(principal: Principal): string {
+  switch (principal.kind) {
+    case "operator":
+      return "operator";
+    case "apiKey":
+      return `apiKeys/${principal.keyId}`;
+    case "serviceAccount":
+      return `serviceAccounts/${principal.accountId}`;
+  }
+}
 
 export interface StoredKey {
   secretHash: string;
@@ -34,6 +58,8 @@ export interface StoredKey {
 /** What authentication needs from storage. */
 export interface CredentialStore {
   findApiKey(keyId: string): Promise<StoredKey | undefined>;
+  /** A service account's access token by its id (src/oauth/). */
+  findAccessToken(tokenId: string): Promise<StoredAccessToken | undefined>;
   /** The ids among `ids` that name no existing project. */
   missingProjects(ids: string[]): Promise<string[]>;
 }
@@ -123,6 +149,19 @@ export function bearer(header: string | null): string | undefined {
 export interface AuthOptions {
   operatorToken: string;
   store: CredentialStore;
+  /** What decides whether an access token has expired. Default: the system clock. */
+  clock?: Clock;
+}
+
+/** The permissions of bindings, by project id. */
+function grantsOf(bindings: StoredKey["bindings"]): Map<string, Set<string>> {
+  const grants = new Map<string, Set<string>>();
+  for (const b of bindings) {
+    const set = grants.get(b.projectId) ?? new Set<string>();
+    for (const p of expandBinding(b.roles, b.permissions)) set.add(p);
+    grants.set(b.projectId, set);
+  }
+  return grants;
 }
 
 export class Authenticator {
@@ -141,19 +180,54 @@ export class Authenticator {
       );
     }
     if (safeEqual(secret, this.options.operatorToken)) return { kind: "operator" };
+    const tokenId = accessTokenIdOf(secret);
+    if (tokenId !== undefined) return this.authenticateAccessToken(secret, tokenId);
     const keyId = keyIdOf(secret);
     const stored = keyId === undefined ? undefined : await this.options.store.findApiKey(keyId);
     if (!keyId || !stored || !safeEqual(hashSecret(secret), stored.secretHash)) {
       throw unauthenticated("CREDENTIALS_INVALID", "invalid credentials");
     }
     if (stored.disabled) throw unauthenticated("API_KEY_DISABLED", "the API key is disabled");
-    const grants = new Map<string, Set<string>>();
-    for (const b of stored.bindings) {
-      const set = grants.get(b.projectId) ?? new Set<string>();
-      for (const p of expandBinding(b.roles, b.permissions)) set.add(p);
-      grants.set(b.projectId, set);
+    return { kind: "apiKey", keyId, grants: grantsOf(stored.bindings) };
+  }
+
+  /**
+   * A service account's access token: read with its account, key and
+   * bindings on every request, so disabling or deleting either refuses it at
+   * once on every replica.
+   */
+  private async authenticateAccessToken(token: string, tokenId: string): Promise<Principal> {
+    const stored = await this.options.store.findAccessToken(tokenId);
+    if (!stored || !safeEqual(hashSecret(token), stored.tokenHash)) {
+      throw unauthenticated("CREDENTIALS_INVALID", "invalid credentials");
     }
-    return { kind: "apiKey", keyId, grants };
+    if (stored.expireTime.getTime() <= (this.options.clock ?? systemClock).now().getTime()) {
+      throw unauthenticated("ACCESS_TOKEN_EXPIRED", "the access token has expired; get a new one");
+    }
+    if (stored.accountDisabled) {
+      throw unauthenticated("SERVICE_ACCOUNT_DISABLED", "the service account is disabled");
+    }
+    if (stored.keyDisabled) {
+      throw unauthenticated("SERVICE_ACCOUNT_KEY_DISABLED", "the service account key is disabled");
+    }
+    return {
+      kind: "serviceAccount",
+      accountId: stored.accountId,
+      keyId: stored.keyId,
+      grants: grantsOf(stored.bindings),
+      services: new Set(stored.services),
+    };
+  }
+
+  /** An access token may call only the services its scope named (src/oauth/scopes.ts). */
+  checkScope(principal: Principal, service: string): void {
+    if (principal.kind !== "serviceAccount" || principal.services.has(service)) return;
+    throw reasonError(
+      Code.PermissionDenied,
+      "ACCESS_TOKEN_SCOPE",
+      `the access token's scope does not include ${service}; get a token with scope https://<host>/${service}`,
+      { service },
+    );
   }
 
   /**
@@ -193,6 +267,7 @@ export function createAuthInterceptor(
     }
     if (policy.public) return next(req);
     const principal = await auth.authenticate(req.header.get("authorization"));
+    auth.checkScope(principal, req.service.typeName);
     req.contextValues.set(principalKey, principal);
     if (req.stream) {
       const input = req.method.input;

@@ -10,7 +10,14 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ERROR_DOMAIN } from "../api/errors.js";
-import { type Policies, type Principal, principalKey, projectOf, readPath } from "../auth/interceptor.js";
+import {
+  credentialName,
+  type Policies,
+  type Principal,
+  principalKey,
+  projectOf,
+  readPath,
+} from "../auth/interceptor.js";
 import { codeName, currentRequest, requestIdFrom } from "./request-context.js";
 
 interface DetailLike {
@@ -92,5 +99,5 @@ export function createObserveInterceptor(policies: Policies): Interceptor {
 
 function credentialOf(principal: Principal | undefined, ctx: { credential?: string }): void {
   if (principal === undefined) return;
-  ctx.credential = principal.kind === "operator" ? "operator" : `apiKeys/${principal.keyId}`;
+  ctx.credential = credentialName(principal);
 }

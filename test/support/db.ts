@@ -21,6 +21,8 @@ import { type Db, type Driver, openPostgres, wrapPglite } from "../../src/db/cli
 
 export interface TestDatabase {
   db: Db;
+  /** PostgreSQL: the database's URL, for a second process or pool on it (replicas). */
+  url?: string;
   close(): Promise<void>;
 }
 
@@ -97,6 +99,7 @@ function postgresBackend(adminUrl: string): TestBackend {
       }
       return {
         db: database.db,
+        url: scratch.url,
         async close() {
           await database.close();
           await scratch.drop();
@@ -113,7 +116,7 @@ export function testDatabases(): TestBackend[] {
 }
 
 /** Opens a database of `backend` for the enclosing describe block and closes it after. */
-export function useTestDatabase(backend: TestBackend): { readonly db: Db } {
+export function useTestDatabase(backend: TestBackend): { readonly db: Db; readonly url: string | undefined } {
   let database: TestDatabase | undefined;
   beforeAll(async () => {
     database = await backend.open();
@@ -125,6 +128,9 @@ export function useTestDatabase(backend: TestBackend): { readonly db: Db } {
     get db() {
       if (database === undefined) throw new Error("the test database is not open yet (use it inside tests)");
       return database.db;
+    },
+    get url() {
+      return database?.url;
     },
   };
 }

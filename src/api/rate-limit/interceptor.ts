@@ -14,7 +14,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorInfoSchema, RetryInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
-import { type Policies, principalKey, projectOf, readPath } from "../../auth/interceptor.js";
+import { credentialName, type Policies, principalKey, projectOf, readPath } from "../../auth/interceptor.js";
 import type { LimitsConfig } from "../../config.js";
 import { ERROR_DOMAIN } from "../errors.js";
 import { type MonotonicClock, monotonicClock, TokenBuckets } from "./token-bucket.js";
@@ -77,7 +77,9 @@ export function createRateLimitInterceptor(options: RateLimitOptions): Intercept
       }
       if (buckets.enabled) taken.push([buckets, key]);
     };
-    take(keys, principal.keyId, "api_key", `apiKeys/${principal.keyId}`);
+    // One bucket per credential: an API key, or a service account (all its tokens).
+    const credential = credentialName(principal);
+    take(keys, credential, "api_key", credential);
     const policy = options.policies[procedure];
     if (policy !== undefined && !req.stream) {
       const ids = new Set<string>();

@@ -5,6 +5,7 @@ export * from "./idempotency.js";
 export * from "./messaging.js";
 export * from "./numbering.js";
 export * from "./recordings.js";
+export * from "./service-accounts.js";
 export * from "./simulator.js";
 export * from "./voice.js";
 export * from "./voice-calls.js";

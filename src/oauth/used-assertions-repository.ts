@@ -1,0 +1,27 @@
+/**
+ * The `oauth_used_assertions` table: assertions already exchanged, kept
+ * until they expire. Claiming is one INSERT on the primary key, so of two
+ * replicas (or two requests) presenting the same assertion only one wins.
+ */
+import { lt } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { oauthUsedAssertions } from "../db/schema/service-accounts.js";
+
+export class UsedAssertionsRepository {
+  constructor(private readonly db: Db) {}
+
+  /** True when `hash` was not used before (and is now); false for a replay. */
+  async claim(hash: string, expireTime: Date): Promise<boolean> {
+    const rows = await this.db
+      .insert(oauthUsedAssertions)
+      .values({ assertionHash: hash, expireTime })
+      .onConflictDoNothing()
+      .returning({ hash: oauthUsedAssertions.assertionHash });
+    return rows.length > 0;
+  }
+
+  /** Forgets assertions that expired before `now` (they are refused as expired anyway). */
+  async deleteExpired(now: Date): Promise<void> {
+    await this.db.delete(oauthUsedAssertions).where(lt(oauthUsedAssertions.expireTime, now));
+  }
+}
