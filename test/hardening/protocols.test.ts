@@ -263,7 +263,7 @@ describe("Request limits, corrupt messages and unknown procedures", () => {
   });
 
   describe("unknown procedures", () => {
-    const UNKNOWN_SERVICE = "/enfonica.voice.v1beta1.SipInfoService/GetSipInfo";
+    const UNKNOWN_SERVICE = "/enfonica.voice.v1beta1.NoSuchService/GetSipInfo";
     const UNKNOWN_METHOD = "/enfonica.messaging.v1.Unsubscribers/GetSipInfo";
 
     it("@grpc/grpc-js sees UNIMPLEMENTED", async () => {
@@ -302,7 +302,7 @@ describe("Request limits, corrupt messages and unknown procedures", () => {
       try {
         for (const [name, transport] of transports) {
           for (const method of [
-            unaryList("enfonica.voice.v1beta1.SipInfoService", "GetSipInfo"),
+            unaryList("enfonica.voice.v1beta1.NoSuchService", "GetSipInfo"),
             unaryList(undefined, "GetSipInfo"),
           ]) {
             const err = await callError(transport, method, { parent: project }, auth);

@@ -1,0 +1,2 @@
+ALTER TABLE "calls" ADD COLUMN "ended_by" text;--> statement-breakpoint
+ALTER TABLE "calls" ADD COLUMN "sip_source_ip" text;
