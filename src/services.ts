@@ -55,6 +55,7 @@ import type { Scheduler } from "./telephony/scheduler.js";
 import { createSimulatorCarrier, simulatorRoutes } from "./telephony/simulator/index.js";
 import { simulatorAdminService } from "./telephony/simulator/service.js";
 import { simulatedSipDialogue } from "./telephony/simulator/sip-dialogue.js";
+import { transcriptionsService } from "./transcriptions/service.js";
 import { AliasesDomain } from "./voice/aliases/domain.js";
 import { aliasesService } from "./voice/aliases/service.js";
 import { CallsDomain } from "./voice/calls/domain.js";
@@ -176,7 +177,13 @@ export function buildServices(deps: Deps): ServiceEntry[] {
       ),
     },
     { desc: Recordings, impl: recordingsService(recordings) },
-    { desc: Transcriptions, impl: unimplementedService(Transcriptions) },
+    {
+      desc: Transcriptions,
+      impl:
+        recordings.transcriptions === undefined
+          ? unimplementedService(Transcriptions)
+          : transcriptionsService(recordings.transcriptions),
+    },
     {
       desc: SipInfoService,
       impl: sipInfoService(

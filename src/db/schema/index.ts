@@ -6,5 +6,6 @@ export * from "./messaging.js";
 export * from "./numbering.js";
 export * from "./recordings.js";
 export * from "./simulator.js";
+export * from "./transcriptions.js";
 export * from "./voice.js";
 export * from "./voice-calls.js";

@@ -42,6 +42,10 @@ export interface CallRecordingSettings {
   trigger: "ANSWER" | "BRIDGE";
   postProcessing: PostProcessingValue[];
   readyUri: string;
+  /** `transcribe: DEFAULT` (absent in rows written before transcription existed: false). */
+  transcribe?: boolean;
+  /** The transcription-ready webhook's URI; empty or absent: none. */
+  transcriptionReadyUri?: string;
 }
 
 export const calls = pgTable(
