@@ -305,9 +305,13 @@ export class RecordingsDomain {
    * when the recording is no longer PENDING.
    */
   async complete(id: string, audio: CompletedAudio): Promise<Recording> {
-    const recording = await this.process(id, audio);
-    await this.transcribeIfAsked(recording);
-    return recording;
+    try {
+      const recording = await this.process(id, audio);
+      await this.transcribeIfAsked(recording);
+      return recording;
+    } finally {
+      this.stored.delete(id);
+    }
   }
 
   /** What the transcriber gets of the last recording processed, by recording id. */
