@@ -22,12 +22,16 @@ import {
 import { Call_State } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { Recording_State, Recordings } from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import {
+  SipDomain_TerminationMode as Mode,
+  SipDomains,
+} from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
+import {
   Transcription_State,
   TranscriptionSchema,
   Transcriptions,
   TranscriptionView,
 } from "../../gen/enfonica/voice/v1beta1/transcriptions_pb.js";
-import { SimulatorRoute_Audio } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import { SimulatorAdmin, SimulatorRoute_Audio } from "../../gen/switchboard/admin/v1/simulator_pb.js";
 import {
   bearer,
   errorReason,
@@ -40,6 +44,7 @@ import {
 import { callHarness, expectSigned, keyOf, sleep, xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import type { ReceivedRequest } from "../support/receiver.js";
+import { newSipDomainId } from "../voice/support.js";
 
 const RATE = 8000;
 const SAY = "Welcome to the restaurant";
@@ -88,6 +93,8 @@ describe.each(testDatabases())("transcriptions on $name", (backend) => {
   const grpc = harness.client(Transcriptions, "grpc");
   const connect = harness.client(Transcriptions);
   const recordings = harness.client(Recordings);
+  const sip = harness.client(SipDomains);
+  const simulator = harness.client(SimulatorAdmin);
   const grpcWeb = () =>
     createClient(
       Transcriptions,
@@ -307,6 +314,40 @@ describe.each(testDatabases())("transcriptions on $name", (backend) => {
     const calls = await harness.connect.listCalls({ parent: project, pageSize: 1 });
     return calls.calls[0]!.from;
   }
+
+  it("a SIP domain's call_recording with transcribe DEFAULT: its calls are transcribed", async () => {
+    const project = await newProject(database.db);
+    const path = `/transcribed/${project.split("/")[1]}`;
+    const domain = await sip.createSipDomain({
+      parent: project,
+      sipDomainId: newSipDomainId("tr"),
+      sipDomain: {
+        callTerminationMode: Mode.PROGRAMMABLE,
+        callTerminationHandlerUris: [`${handler.base}/sip`],
+        cidrBlocks: [{ cidrBlock: "203.0.113.0/24" }],
+        callRecording: {
+          trigger: Trigger.ANSWER,
+          transcribe: TranscribeOption.DEFAULT,
+          transcriptionReadyUri: `${hooks.base}${path}`,
+        },
+      },
+    });
+    serve({ "/sip": xml("<Say>Hello SIP caller</Say>") });
+    const res = await simulator.injectIncomingCall({
+      to: "1001",
+      from: "alice",
+      sipDomain: domain.fqdn,
+      sourceIp: "203.0.113.10",
+    });
+    await runToEnd(res.call);
+    const [hook] = await readyHooks(path, 1);
+    expectSigned(hook!, await keyOf(database.db, project), `${hooks.base}${path}`, "TRANSCRIPTION_READY");
+    const sent = fromJsonString(TranscriptionSchema, hook!.body);
+    expect(sent.state).toBe(Transcription_State.COMPLETED);
+    expect(sent.name.startsWith(`${res.call}/transcriptions/`)).toBe(true);
+    // The caller's speech has no words (its route has none): only what was said to it.
+    expect(sent.utterances.map((u) => [u.channel, u.text])).toEqual([[0, "Hello SIP caller"]]);
+  });
 
   it("deleting a recording deletes its transcriptions", async () => {
     const { call } = await transcribedCall();
