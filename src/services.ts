@@ -60,6 +60,8 @@ import { createRecordings, type RecordingsDomain, recordingsService } from "./re
 import type { Scheduler } from "./telephony/scheduler.js";
 import { createSimulatorCarrier, simulatorRoutes } from "./telephony/simulator/index.js";
 import { simulatorAdminService } from "./telephony/simulator/service.js";
+import { simulatedSipDialogue } from "./telephony/simulator/sip-dialogue.js";
+import { transcriptionsService } from "./transcriptions/service.js";
 import { AliasesDomain } from "./voice/aliases/domain.js";
 import { aliasesService } from "./voice/aliases/service.js";
 import { CallsDomain } from "./voice/calls/domain.js";
@@ -70,6 +72,8 @@ import { sipDomainAdminService } from "./voice/sip-domains/admin-service.js";
 import { SipDomainsDomain } from "./voice/sip-domains/domain.js";
 import { VoiceStore } from "./voice/sip-domains/repository.js";
 import { sipDomainsService } from "./voice/sip-domains/service.js";
+import { SipInfoDomain } from "./voice/sip-info/domain.js";
+import { sipInfoService } from "./voice/sip-info/service.js";
 import { streamsService } from "./voice/streams/service.js";
 
 export interface Deps {
@@ -183,8 +187,19 @@ export function buildServices(deps: Deps): ServiceEntry[] {
       ),
     },
     { desc: Recordings, impl: recordingsService(recordings) },
-    { desc: Transcriptions, impl: unimplementedService(Transcriptions) },
-    { desc: SipInfoService, impl: unimplementedService(SipInfoService) },
+    {
+      desc: Transcriptions,
+      impl:
+        recordings.transcriptions === undefined
+          ? unimplementedService(Transcriptions)
+          : transcriptionsService(recordings.transcriptions),
+    },
+    {
+      desc: SipInfoService,
+      impl: sipInfoService(
+        new SipInfoDomain(deps.db, (facts) => simulatedSipDialogue(facts, deps.config.sipDomains.baseDomain)),
+      ),
+    },
     { desc: Streams, impl: streamsService(engine.streams) },
     // Last: the fuzz test seeds each method by its position.
     {

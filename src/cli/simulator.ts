@@ -64,6 +64,11 @@ const routes: Command[] = [
         description: `the remote party's audio: ${enumNames(SimulatorRoute_AudioSchema).join(", ")} (SPEECH)`,
       },
       digits: { type: "string", value: "KEYS", description: "keys pressed when asked for input (0-9 * #)" },
+      words: {
+        type: "string",
+        value: "TEXT",
+        description: "what a SPEECH party says, again and again (transcriptions carry it)",
+      },
       "error-code": {
         type: "string",
         value: "CODE",
@@ -76,6 +81,7 @@ const routes: Command[] = [
     examples: [
       "switchboard simulator routes create --prefix +6149157 --outcome BUSY",
       "switchboard simulator routes create --prefix +614 --ring-seconds 5 --talk-seconds 10 --digits 1#",
+      'switchboard simulator routes create --prefix +61491570199 --words "I would like to book a table"',
     ],
     async run({ values, client }) {
       const outcome = str(values, "outcome");
@@ -90,6 +96,7 @@ const routes: Command[] = [
           ...(ringSeconds === undefined ? {} : { ringSeconds }),
           ...(talkSeconds === undefined ? {} : { talkSeconds }),
           digits: str(values, "digits") ?? "",
+          words: str(values, "words") ?? "",
           errorCode: str(values, "error-code") ?? "",
           errorMessage: str(values, "error-message") ?? "",
         },

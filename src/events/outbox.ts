@@ -10,7 +10,12 @@ import type { DbOrTx } from "../db/client.js";
 import { webhookEvents } from "../db/schema/index.js";
 
 /** The `X-Enfonica-Event` values of contract/WIRE.md. */
-export type WebhookEventType = "CALL" | "CALL_STATE_UPDATE" | "RECORDING_READY" | "INCOMING_MESSAGE";
+export type WebhookEventType =
+  | "CALL"
+  | "CALL_STATE_UPDATE"
+  | "RECORDING_READY"
+  | "TRANSCRIPTION_READY"
+  | "INCOMING_MESSAGE";
 
 export interface WebhookToEnqueue {
   projectId: string;

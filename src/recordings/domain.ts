@@ -23,7 +23,13 @@
  *   engine lost it, say).
  *
  * The API reads and deletes: Get/List (FULL/BASIC views), Delete (the row
- * and its blobs; download links to it answer 404 from then on).
+ * and its blobs; download links to it answer 404 from then on; its
+ * transcriptions are deleted in the same transaction).
+ *
+ * A recording created with `transcribe` is transcribed once terminal
+ * (src/transcriptions/domain.ts): the stored audio (after post processing)
+ * and what the network says was said in it (CompletedAudio.speech, shifted
+ * by what TRIM_SILENCE cut) go to the Transcriber.
  */
 import { toJsonString } from "@bufbuild/protobuf";
 import { badField, failedPrecondition, notFound } from "../api/errors.js";
@@ -44,6 +50,10 @@ import type {
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
 import { recordingProcessingDuration, recordingsProcessedTotal } from "../observability/metrics.js";
+import type { SpokenSegment } from "../telephony/carrier.js";
+import type { TranscriptionsDomain } from "../transcriptions/domain.js";
+import { TranscriptionsRepository } from "../transcriptions/repository.js";
+import type { TranscriptionAudio } from "../transcriptions/transcriber.js";
 import type { BlobStore, BlobStream } from "./blobs.js";
 import type { AudioRef, LinkSigner } from "./links.js";
 import { type AudioProcessor, defaultProcessor, type ProcessedAudio } from "./processing.js";
@@ -67,6 +77,8 @@ export interface Recording extends RecordingRef {
   postProcessing: PostProcessingValue[];
   errorCode: RecordingErrorCodeValue | undefined;
   readyUri: string;
+  transcribe: boolean;
+  transcriptionReadyUri: string;
   renditions: RenditionRow[];
   startTime: Date | undefined;
   createTime: Date;
@@ -82,6 +94,10 @@ export interface NewRecording {
   readyUri: string;
   /** 1 (mixed) or 2 (one channel per party); the expected count: `complete` stores the actual one. */
   channelCount: number;
+  /** Transcribe it once terminal (`transcribe: DEFAULT`). */
+  transcribe?: boolean;
+  /** Absolute http(s) URI of the TRANSCRIPTION_READY webhook; empty for none. */
+  transcriptionReadyUri?: string;
 }
 
 export interface CompletedAudio {
@@ -93,6 +109,8 @@ export interface CompletedAudio {
   sampleRate: number;
   /** When recording on the call started. */
   startTime: Date;
+  /** What was said in it, when the network knows (CapturedAudio.speech). */
+  speech?: readonly SpokenSegment[] | undefined;
 }
 
 export interface PageParams {
@@ -112,6 +130,8 @@ export interface RecordingsOptions {
   processor?: AudioProcessor;
   /** Tells the webhook worker that events were queued. */
   kick?: () => void;
+  /** Where recordings asking for it are transcribed. */
+  transcriptions?: TranscriptionsDomain;
 }
 
 export function recordingName(ref: RecordingRef): string {
@@ -168,6 +188,8 @@ function toRecording(row: RecordingRow): Recording {
     postProcessing: row.postProcessing,
     errorCode: row.errorCode ?? undefined,
     readyUri: row.readyUri,
+    transcribe: row.transcribe,
+    transcriptionReadyUri: row.transcriptionReadyUri,
     renditions: row.renditions,
     startTime: row.startTime ?? undefined,
     createTime: row.createTime,
@@ -210,6 +232,28 @@ async function withDeadline<T>(work: () => Promise<T>, ms: number): Promise<T> {
   }
 }
 
+/**
+ * What the transcriber gets: the stored audio (the raw audio cut as post
+ * processing cut it) and the network's speech, shifted by what was cut
+ * from the start and clipped to what remains.
+ */
+function transcriptionAudio(
+  audio: CompletedAudio,
+  processed: ProcessedAudio & { empty: false },
+): TranscriptionAudio {
+  const startSample = processed.trimmedStart ?? 0;
+  const length = Math.round((processed.durationMs * audio.sampleRate) / 1000);
+  const channels =
+    processed.channels ?? audio.channels.map((c) => c.subarray(startSample, startSample + length));
+  const shiftMs = (startSample * 1000) / audio.sampleRate;
+  const speech = audio.speech?.flatMap((s) => {
+    const start = Math.max(0, s.offsetMs - shiftMs);
+    const end = Math.min(processed.durationMs, s.offsetMs - shiftMs + s.durationMs);
+    return end > start ? [{ ...s, offsetMs: start, durationMs: end - start }] : [];
+  });
+  return { channels, sampleRate: audio.sampleRate, speech };
+}
+
 const MIME: Readonly<Record<AudioFormat, Pick<RenditionRow, "mimeType" | "encoding">>> = {
   wav: { mimeType: "audio/x-wav", encoding: "AUDIO_ENCODING_PCM_16BIT" },
   mp3: { mimeType: "audio/mpeg", encoding: "AUDIO_ENCODING_MP3" },
@@ -234,6 +278,10 @@ export class RecordingsDomain {
     if (input.readyUri !== "" && !isHttpUri(input.readyUri)) {
       throw badField("ready_uri", "must be an absolute http or https URI", "uri");
     }
+    const transcriptionReadyUri = input.transcriptionReadyUri ?? "";
+    if (transcriptionReadyUri !== "" && !isHttpUri(transcriptionReadyUri)) {
+      throw badField("transcription_ready_uri", "must be an absolute http or https URI", "uri");
+    }
     const row = await this.repository.insert({
       id: newResourceId(),
       projectId: input.projectId,
@@ -243,6 +291,8 @@ export class RecordingsDomain {
       channelCount: input.channelCount,
       postProcessing: [...new Set(input.postProcessing)],
       readyUri: input.readyUri,
+      transcribe: input.transcribe ?? false,
+      transcriptionReadyUri,
       createTime: this.options.clock.now(),
     });
     return toRecording(row);
@@ -255,6 +305,39 @@ export class RecordingsDomain {
    * when the recording is no longer PENDING.
    */
   async complete(id: string, audio: CompletedAudio): Promise<Recording> {
+    try {
+      const recording = await this.process(id, audio);
+      await this.transcribeIfAsked(recording);
+      return recording;
+    } finally {
+      this.stored.delete(id);
+    }
+  }
+
+  /** What the transcriber gets of the last recording processed, by recording id. */
+  private readonly stored = new Map<string, TranscriptionAudio>();
+
+  private async transcribeIfAsked(recording: Recording): Promise<void> {
+    const audio = this.stored.get(recording.id);
+    this.stored.delete(recording.id);
+    const transcriptions = this.options.transcriptions;
+    if (!recording.transcribe || transcriptions === undefined || recording.state === "PENDING") return;
+    await transcriptions.transcribe(
+      {
+        projectId: recording.projectId,
+        callId: recording.callId,
+        id: recording.id,
+        name: recording.name,
+        state: recording.state,
+        channelCount: recording.channelCount,
+        durationMs: recording.durationMs,
+        transcriptionReadyUri: recording.transcriptionReadyUri,
+      },
+      audio,
+    );
+  }
+
+  private async process(id: string, audio: CompletedAudio): Promise<Recording> {
     const row = await this.pending(id);
     const endTimer = recordingProcessingDuration.startTimer();
     const counted = (state: string) => (r: Recording) => {
@@ -289,6 +372,7 @@ export class RecordingsDomain {
       }).then(counted("FAILED"));
     }
     if (processed.empty) return this.finish(row.id, { state: "EMPTY", channelCount }).then(counted("EMPTY"));
+    if (row.transcribe) this.stored.set(row.id, transcriptionAudio(audio, processed));
     const finished = await this.finish(row.id, {
       state: "SUCCEEDED",
       channelCount,
@@ -302,7 +386,9 @@ export class RecordingsDomain {
   /** Ends a PENDING recording as FAILED with `code` (one that will never complete). */
   async fail(id: string, code: RecordingErrorCodeValue): Promise<Recording> {
     await this.pending(id);
-    return this.finish(id, { state: "FAILED", errorCode: code });
+    const failed = await this.finish(id, { state: "FAILED", errorCode: code });
+    await this.transcribeIfAsked(failed);
+    return failed;
   }
 
   private async pending(id: string): Promise<RecordingRow> {
@@ -418,10 +504,14 @@ export class RecordingsDomain {
     return { items: result.items.map(toRecording), nextPageToken: result.nextPageToken };
   }
 
-  /** Deletes a recording and its audio; returns it as it was. */
+  /** Deletes a recording, its transcriptions and its audio; returns it as it was. */
   async delete(ref: RecordingRef): Promise<Recording> {
     const current = await this.get(ref);
-    const row = await this.repository.delete(ref.projectId, ref.id);
+    const row = await this.options.db.transaction(async (tx) => {
+      const deleted = await new RecordingsRepository(tx).delete(ref.projectId, ref.id);
+      if (deleted !== undefined) await new TranscriptionsRepository(tx).deleteForRecording(ref.id);
+      return deleted;
+    });
     if (row === undefined) throw notFound(RESOURCE_TYPE, recordingName(ref));
     await this.deleteBlobs(row.renditions);
     return current;
@@ -435,6 +525,11 @@ export class RecordingsDomain {
     if (rendition === undefined) return undefined;
     const blob = await this.options.blobs.stream(rendition.blobKey);
     return blob === undefined ? undefined : { ...blob, mimeType: rendition.mimeType };
+  }
+
+  /** Where this domain's recordings are transcribed. */
+  get transcriptions(): TranscriptionsDomain | undefined {
+    return this.options.transcriptions;
   }
 
   /** The download links of a recording (FULL view). */

@@ -7,6 +7,9 @@ import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import type { Logger } from "../log.js";
+import { SimulatorTranscriber } from "../telephony/simulator/transcriber.js";
+import { TranscriptionsDomain } from "../transcriptions/domain.js";
+import type { Transcriber } from "../transcriptions/transcriber.js";
 import { type BlobStore, FileBlobStore } from "./blobs.js";
 import { RecordingsDomain } from "./domain.js";
 import { LinkSigner, resolveLinkSecret } from "./links.js";
@@ -22,6 +25,8 @@ export interface RecordingsDeps {
   blobs?: BlobStore;
   /** Replaces the default processing (tests). */
   processor?: AudioProcessor;
+  /** Replaces the simulator's speech to text (a real adapter, tests). */
+  transcriber?: Transcriber;
 }
 
 export function createRecordings(deps: RecordingsDeps): RecordingsDomain {
@@ -35,6 +40,15 @@ export function createRecordings(deps: RecordingsDeps): RecordingsDomain {
     processingTimeoutMs: config.recordings.processingTimeoutMs,
     ...(deps.processor === undefined ? {} : { processor: deps.processor }),
     ...(deps.kickWebhooks === undefined ? {} : { kick: deps.kickWebhooks }),
+    transcriptions: new TranscriptionsDomain({
+      db: deps.db,
+      clock: deps.clock,
+      log: deps.log,
+      transcriber: deps.transcriber ?? new SimulatorTranscriber(),
+      // Speech to text gets as long as audio processing does.
+      timeoutMs: config.recordings.processingTimeoutMs,
+      ...(deps.kickWebhooks === undefined ? {} : { kick: deps.kickWebhooks }),
+    }),
   });
 }
 

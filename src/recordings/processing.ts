@@ -5,7 +5,7 @@
  */
 import type { PostProcessingValue } from "../db/schema/index.js";
 import { encodeMp3 } from "./audio/mp3.js";
-import { isSilent, trimSilence } from "./audio/silence.js";
+import { isSilent, trimBounds } from "./audio/silence.js";
 import { encodeWav } from "./audio/wav.js";
 
 export interface RecordedAudio {
@@ -17,7 +17,17 @@ export interface RecordedAudio {
 
 export type ProcessedAudio =
   | { empty: true }
-  | { empty: false; durationMs: number; sampleRate: number; wav: Buffer; mp3: Buffer };
+  | {
+      empty: false;
+      durationMs: number;
+      sampleRate: number;
+      wav: Buffer;
+      mp3: Buffer;
+      /** Samples per channel cut from the start (TRIM_SILENCE); absent: none. */
+      trimmedStart?: number;
+      /** The stored audio, one array per channel (absent from processors that do not give it). */
+      channels?: readonly Int16Array[];
+    };
 
 export type AudioProcessor = (audio: RecordedAudio) => Promise<ProcessedAudio>;
 
@@ -26,9 +36,10 @@ export const MP3_KBPS = 32;
 
 export const defaultProcessor: AudioProcessor = async (audio) => {
   if (isSilent(audio.channels, audio.sampleRate)) return { empty: true };
-  const channels = audio.postProcessing.includes("TRIM_SILENCE")
-    ? trimSilence(audio.channels, audio.sampleRate)
-    : [...audio.channels];
+  const bounds = audio.postProcessing.includes("TRIM_SILENCE")
+    ? trimBounds(audio.channels, audio.sampleRate)
+    : { start: 0, end: audio.channels[0]!.length };
+  const channels = audio.channels.map((c) => c.subarray(bounds.start, bounds.end));
   const frames = channels[0]!.length;
   return {
     empty: false,
@@ -36,5 +47,7 @@ export const defaultProcessor: AudioProcessor = async (audio) => {
     sampleRate: audio.sampleRate,
     wav: encodeWav(channels, audio.sampleRate),
     mp3: encodeMp3(channels, audio.sampleRate, MP3_KBPS),
+    trimmedStart: bounds.start,
+    channels,
   };
 };

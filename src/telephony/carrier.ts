@@ -199,6 +199,18 @@ export interface MediaFork {
   close(): void;
 }
 
+/**
+ * What was said in captured audio, as far as the network knows it (the
+ * simulator knows every word; a real carrier knows none and leaves it out):
+ * a stretch of speech on one channel, in ms from the start of the capture.
+ */
+export interface SpokenSegment {
+  channel: number;
+  offsetMs: number;
+  durationMs: number;
+  text: string;
+}
+
 /** Audio captured from a leg: PCM 16-bit at `sampleRate`. */
 export interface CapturedAudio {
   sampleRate: number;
@@ -208,6 +220,8 @@ export interface CapturedAudio {
   startTime: Date;
   /** Length in seconds of call time (samples per channel / sampleRate). */
   durationSeconds: number;
+  /** What was said, where the network knows it (the simulator); undefined otherwise. */
+  speech?: SpokenSegment[];
 }
 
 /**

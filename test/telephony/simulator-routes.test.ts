@@ -84,9 +84,18 @@ describe("simulator route validation", () => {
       talkSeconds: 30,
       audio: "SPEECH",
       digits: "",
+      words: "",
       errorCode: "",
       errorMessage: "",
     });
+  });
+
+  it("words: blanks collapsed, at most 1000 characters, not for a SILENCE party", () => {
+    expect(validateRoute({ ...BLANK, words: "  I would\n like   a table " }).words).toBe(
+      "I would like a table",
+    );
+    expect(() => validateRoute({ ...BLANK, words: "x".repeat(1001) })).toThrow(/route\.words/);
+    expect(() => validateRoute({ ...BLANK, audio: "SILENCE", words: "hello" })).toThrow(/route\.words/);
   });
 
   it("defaults the error code and message of each outcome that does not connect", () => {

@@ -298,25 +298,31 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
       expect(await projectCalls(project)).toBe(0);
     });
 
-    it("transcription asked for is UNIMPLEMENTED (Connect and REST); nothing is created", async () => {
+    it("transcription asked for is accepted and read back (Connect and REST)", async () => {
       const { project, from } = await owner();
       for (const trigger of [Trigger.ANSWER, Trigger.DISABLED]) {
-        const e = await expectCode(
-          callsClient.createCall({
-            parent: project,
-            call: {
-              to: TO,
-              from,
-              options: {
-                handlerUris: [`${handler.base}/start`],
-                recording: { trigger, transcribe: TranscribeOption.DEFAULT },
+        const call = await callsClient.createCall({
+          parent: project,
+          call: {
+            to: TO,
+            from,
+            options: {
+              handlerUris: [`${handler.base}/start`],
+              recording: {
+                trigger,
+                transcribe: TranscribeOption.DEFAULT,
+                transcriptionReadyUri: "https://hooks.example.com/t",
               },
             },
-          }),
-          Code.Unimplemented,
-        );
-        expect(errorReason(e)).toBe("NOT_IMPLEMENTED");
-        expect(e.message).toContain("call.options.recording.transcribe");
+          },
+        });
+        if (trigger === Trigger.ANSWER) {
+          expect(call.options?.recording?.transcribe).toBe(TranscribeOption.DEFAULT);
+          expect(call.options?.recording?.transcriptionReadyUri).toBe("https://hooks.example.com/t");
+        } else {
+          // DISABLED records nothing, so there is nothing to transcribe.
+          expect(call.options?.recording).toBeUndefined();
+        }
       }
       const res = await fetch(`${base}/v1beta1/${project}/calls`, {
         method: "POST",
@@ -330,11 +336,11 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
           },
         }),
       });
-      expect(res.status).toBe(501);
-      const body = (await res.json()) as RestError;
-      expect(body.error.status).toBe("UNIMPLEMENTED");
-      expect(body.error.details[0]).toMatchObject({ reason: "NOT_IMPLEMENTED" });
-      // INVALID_ARGUMENT comes first.
+      expect(res.status).toBe(200);
+      const created = (await res.json()) as { options: { recording: { transcribe: string } } };
+      expect(created.options.recording.transcribe).toBe("DEFAULT");
+      // A bad URI beside it is still INVALID_ARGUMENT, and creates nothing.
+      const before = await projectCalls(project);
       await expectInvalid(
         callsClient.createCall({
           parent: project,
@@ -353,7 +359,7 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
         }),
         ["call.options.recording.recording_ready_uri"],
       );
-      expect(await projectCalls(project)).toBe(0);
+      expect(await projectCalls(project)).toBe(before);
     });
   });
 
@@ -483,36 +489,30 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
       }
     });
 
-    it("a domain asking for transcription is UNIMPLEMENTED on create and update; nothing changes", async () => {
-      const e = await expectCode(
-        sipDomain({
-          callTerminationMode: Mode.PROGRAMMABLE,
-          callTerminationHandlerUris: ["https://hooks.example.com/sip"],
-          callRecording: { trigger: Trigger.ANSWER, transcribe: TranscribeOption.DEFAULT },
-        }),
-        Code.Unimplemented,
-      );
-      expect(errorReason(e)).toBe("NOT_IMPLEMENTED");
-      expect(e.message).toContain("sip_domain.call_recording.transcribe");
+    it("a domain asking for transcription is accepted on create and update", async () => {
+      const { domain: created } = await sipDomain({
+        callTerminationMode: Mode.PROGRAMMABLE,
+        callTerminationHandlerUris: ["https://hooks.example.com/sip"],
+        callRecording: { trigger: Trigger.ANSWER, transcribe: TranscribeOption.DEFAULT },
+      });
+      expect(created.callRecording?.transcribe).toBe(TranscribeOption.DEFAULT);
 
       const { domain } = await sipDomain({
         callTerminationMode: Mode.PROGRAMMABLE,
         callTerminationHandlerUris: ["https://hooks.example.com/sip"],
         callRecording: { trigger: Trigger.ANSWER },
       });
-      const u = await expectCode(
-        sip.updateSipDomain({
-          sipDomain: {
-            name: domain.name,
-            callRecording: { trigger: Trigger.BRIDGE, transcribe: TranscribeOption.DEFAULT },
-          },
-          updateMask: { paths: ["call_recording"] },
-        }),
-        Code.Unimplemented,
-      );
-      expect(u.message).toContain("sip_domain.call_recording.transcribe");
+      const updated = await sip.updateSipDomain({
+        sipDomain: {
+          name: domain.name,
+          callRecording: { trigger: Trigger.BRIDGE, transcribe: TranscribeOption.DEFAULT },
+        },
+        updateMask: { paths: ["call_recording"] },
+      });
+      expect(updated.callRecording?.transcribe).toBe(TranscribeOption.DEFAULT);
       const after = await sip.getSipDomain({ name: domain.name });
-      expect(after.callRecording?.trigger).toBe(Trigger.ANSWER);
+      expect(after.callRecording?.trigger).toBe(Trigger.BRIDGE);
+      expect(after.callRecording?.transcribe).toBe(TranscribeOption.DEFAULT);
     });
 
     it("channel_limit k: 3k simultaneous calls admit exactly k, the rest CHANNEL_LIMIT_REACHED", async () => {

@@ -10,7 +10,7 @@
  * same breath as its call).
  */
 import { sql } from "drizzle-orm";
-import { check, index, integer, jsonb, pgTable, text } from "drizzle-orm/pg-core";
+import { boolean, check, index, integer, jsonb, pgTable, text } from "drizzle-orm/pg-core";
 import { projects } from "./admin.js";
 import { timestamptz } from "./columns.js";
 
@@ -58,6 +58,10 @@ export const recordings = pgTable(
     errorCode: text("error_code", { enum: RECORDING_ERROR_CODES }),
     /** Empty: no recording-ready webhook. */
     readyUri: text("ready_uri").notNull().default(""),
+    /** `transcribe: DEFAULT`: a transcription is made when the recording completes. */
+    transcribe: boolean("transcribe").notNull().default(false),
+    /** The transcription's ready_uri; empty: no TRANSCRIPTION_READY webhook. */
+    transcriptionReadyUri: text("transcription_ready_uri").notNull().default(""),
     renditions: jsonb("renditions").$type<RenditionRow[]>().notNull().default([]),
     /** When recording on the call started; set when SUCCEEDED. */
     startTime: timestamptz("start_time"),

@@ -15,6 +15,8 @@ export const simulatorRoutes = pgTable(
     /** SPEECH | SILENCE. */
     audio: text("audio").notNull(),
     digits: text("digits").notNull().default(""),
+    /** What the remote party says (SPEECH): its words, repeated; empty: unintelligible speech. */
+    words: text("words").notNull().default(""),
     errorCode: text("error_code").notNull().default(""),
     errorMessage: text("error_message").notNull().default(""),
     createTime: timestamptz("create_time").notNull(),

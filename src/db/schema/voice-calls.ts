@@ -28,6 +28,8 @@ export const CALL_TRANSPORTS = ["PSTN", "CLIENT", "SIP"] as const;
 export type CallTransportValue = (typeof CALL_TRANSPORTS)[number];
 export const CALL_CREATE_METHODS = ["INCOMING_CALL", "PARENT_CALL", "API"] as const;
 export type CallCreateMethodValue = (typeof CALL_CREATE_METHODS)[number];
+export const CALL_END_SIDES = ["LOCAL", "REMOTE"] as const;
+export type CallEndSideValue = (typeof CALL_END_SIDES)[number];
 
 /**
  * How a call is recorded by configuration (call recording): from
@@ -40,6 +42,10 @@ export interface CallRecordingSettings {
   trigger: "ANSWER" | "BRIDGE";
   postProcessing: PostProcessingValue[];
   readyUri: string;
+  /** `transcribe: DEFAULT` (absent in rows written before transcription existed: false). */
+  transcribe?: boolean;
+  /** The transcription-ready webhook's URI; empty or absent: none. */
+  transcriptionReadyUri?: string;
 }
 
 export const calls = pgTable(
@@ -76,6 +82,16 @@ export const calls = pgTable(
     priceCurrency: text("price_currency"),
     priceUnits: bigint("price_units", { mode: "number" }),
     priceNanos: integer("price_nanos"),
+    /**
+     * Which side ended the call: LOCAL (the service hung up, cancelled or
+     * refused it) or REMOTE (the network or the remote party did); null
+     * while the call is in flight, and for calls that ended before their leg
+     * was placed. The SIP dialogue (src/voice/sip-info) derives the sender of
+     * BYE / CANCEL from it.
+     */
+    endedBy: text("ended_by", { enum: CALL_END_SIDES }),
+    /** Incoming SIP calls: the address the INVITE came from (the simulator's `source_ip`); null otherwise. */
+    sipSourceIp: text("sip_source_ip"),
     /** answer_duration in milliseconds; null until an answered call ends. */
     answerDurationMs: bigint("answer_duration_ms", { mode: "number" }),
     createTime: timestamptz("create_time").notNull(),

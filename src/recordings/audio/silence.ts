@@ -39,6 +39,21 @@ export function isSilent(channels: readonly Int16Array[], sampleRate: number, th
   return silentFrames(channels, sampleRate, threshold).every((s) => s);
 }
 
+/** The samples [start, end) that TRIM_SILENCE keeps ([0, 0) when all is silent). */
+export function trimBounds(
+  channels: readonly Int16Array[],
+  sampleRate: number,
+  threshold?: number,
+): { start: number; end: number } {
+  const frames = silentFrames(channels, sampleRate, threshold);
+  const first = frames.indexOf(false);
+  if (first === -1) return { start: 0, end: 0 };
+  const last = frames.lastIndexOf(false);
+  const size = frameLength(sampleRate);
+  const length = channels[0]!.length;
+  return { start: first * size, end: Math.min(length, (last + 1) * size) };
+}
+
 /**
  * The channels without their leading and trailing silent frames (the
  * channels unchanged when nothing is silent; empty ones when all is).
@@ -48,13 +63,7 @@ export function trimSilence(
   sampleRate: number,
   threshold?: number,
 ): Int16Array[] {
-  const frames = silentFrames(channels, sampleRate, threshold);
-  const first = frames.indexOf(false);
-  if (first === -1) return channels.map(() => new Int16Array(0));
-  const last = frames.lastIndexOf(false);
-  const size = frameLength(sampleRate);
-  const length = channels[0]!.length;
-  const start = first * size;
-  const end = Math.min(length, (last + 1) * size);
+  const { start, end } = trimBounds(channels, sampleRate, threshold);
+  if (end === 0) return channels.map(() => new Int16Array(0));
   return channels.map((c) => c.subarray(start, end));
 }

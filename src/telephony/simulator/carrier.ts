@@ -88,7 +88,7 @@ import type {
 } from "../carrier.js";
 import type { Scheduler, Timer } from "../scheduler.js";
 import { SimulatorFork } from "./fork.js";
-import { LegMedia } from "./media.js";
+import { LegMedia, speechSeconds } from "./media.js";
 import { DEFAULT_ERRORS, type Outcome, type Route, type RouteSource } from "./routes.js";
 
 export interface SimulatorOptions {
@@ -101,11 +101,7 @@ export interface SimulatorOptions {
 export const DEFAULT_SETUP_SECONDS = 0.1;
 export const DEFAULT_DIGIT_INTERVAL_SECONDS = 0.5;
 
-/** How long speaking `text` takes: 0.4 s a word, at least 0.5 s. */
-export function speechSeconds(text: string): number {
-  const words = text.trim() === "" ? 0 : text.trim().split(/\s+/).length;
-  return Math.max(0.5, words * 0.4);
-}
+export { speechSeconds } from "./media.js";
 
 function errorFor(route: Route, outcome: Exclude<Outcome, "ANSWER">, cause: EndCause): CallEnd {
   // A route's own code is for its own outcome; a timeout of an ANSWER or
@@ -188,7 +184,7 @@ export class SimulatorLeg implements CarrierLeg {
   ) {
     this.callId = request.callId;
     this.keys = route.digits;
-    this.timeline = new LegMedia(request.callId, route.audio);
+    this.timeline = new LegMedia(request.callId, route.audio, route.words);
   }
 
   /** Call time in ms. */
@@ -339,7 +335,7 @@ export class SimulatorLeg implements CarrierLeg {
 
   say(text: string, _options?: { language?: string; voice?: string }): Promise<MediaResult> {
     const seconds = speechSeconds(text);
-    if (this.state === "answered") this.timeline.say(this.nowMs(), seconds);
+    if (this.state === "answered") this.timeline.say(this.nowMs(), seconds, text);
     return this.timed(seconds);
   }
 

@@ -8,7 +8,11 @@
  * Sources (all deterministic, seeded from the call id):
  * - the remote party, from answer to end: SPEECH is one unbounded
  *   speech-like signal (signal.ts, seed `<callId>:remote`) starting at the
- *   answer; SILENCE is zeros. Before the answer the remote party is silent;
+ *   answer; SILENCE is zeros. Before the answer the remote party is silent.
+ *   A SPEECH party with `words` (the route's) says them instead: from the
+ *   answer, speechSeconds(words) of speech-like audio (seed
+ *   `<callId>:remote:<k>` for the k-th time, from 0), then WORDS_PAUSE_MS of
+ *   silence, again and again until the end;
  * - `say`: speech-like audio (seed `<callId>:say:<n>`, n counting the leg's
  *   says from 0) from the say's start for its duration, at level 0.4;
  * - `play`: a uri starting `silence:` plays zeros; `tone:beep...` a 1000 Hz
@@ -24,9 +28,15 @@
  * outside the bridged spans, [1] the bridged leg's remote party during the
  * bridged spans (zeros elsewhere); otherwise [0] alone. Sources are mixed by
  * addition and clipped to int16.
+ *
+ * Every capture also says what was said in it (CapturedAudio.speech), per
+ * channel, from the same timeline: the text of each `say` heard on a
+ * channel and the remote party's words. A stretch cut by the capture's
+ * window keeps the words whose middle is inside it (a say's words share its
+ * duration evenly); unintelligible speech and tones say nothing.
  */
 import { seedFrom, speechLikeWindow, tone } from "../../recordings/audio/signal.js";
-import type { AudioCapture, CapturedAudio } from "../carrier.js";
+import type { AudioCapture, CapturedAudio, SpokenSegment } from "../carrier.js";
 import type { Audio } from "./routes.js";
 
 export const SAMPLE_RATE = 8000;
@@ -37,6 +47,40 @@ export const SAY_LEVEL = 0.4;
 export const TONE_LEVEL = 0.3;
 export const TONE_HZ = 440;
 export const BEEP_HZ = 1000;
+/** The remote party's pause between two sayings of its words. */
+export const WORDS_PAUSE_MS = 500;
+
+/** How long speaking `text` takes: 0.4 s a word, at least 0.5 s. */
+export function speechSeconds(text: string): number {
+  const words = text.trim() === "" ? 0 : text.trim().split(/\s+/).length;
+  return Math.max(0.5, words * 0.4);
+}
+
+/** A stretch of speech in call time and what it says. */
+interface Said extends Span {
+  text: string;
+}
+
+/**
+ * The part of `said` inside `window` (and before `endMs`): the words whose
+ * middle is inside, with their span; undefined when none is.
+ */
+function clipSaid(said: Said, window: Span): Said | undefined {
+  const words = said.text.split(" ").filter((w) => w !== "");
+  if (words.length === 0) return undefined;
+  const per = (said.endMs - said.startMs) / words.length;
+  const kept: number[] = [];
+  words.forEach((_, i) => {
+    const mid = said.startMs + (i + 0.5) * per;
+    if (mid >= window.startMs && mid < window.endMs) kept.push(i);
+  });
+  if (kept.length === 0) return undefined;
+  return {
+    startMs: Math.max(window.startMs, said.startMs + kept[0]! * per),
+    endMs: Math.min(window.endMs, said.startMs + (kept.at(-1)! + 1) * per),
+    text: kept.map((i) => words[i]).join(" "),
+  };
+}
 
 /** Samples in `ms` milliseconds. */
 function samplesIn(ms: number): number {
@@ -65,6 +109,8 @@ export interface Span {
 
 export interface PlayedSpan extends Span {
   sound: PlayedSound;
+  /** A say's text (empty for plays). */
+  text: string;
 }
 
 export interface BridgeSpan extends Span {
@@ -124,6 +170,11 @@ class Mix {
     this.acc = new Int32Array(length);
   }
 
+  /** The end of the window in call time. */
+  get endMs(): number {
+    return this.startMs + (this.acc.length * 1000) / SAMPLE_RATE;
+  }
+
   /** Sample index of `ms` in the window, clamped to it. */
   private index(ms: number): number {
     return Math.min(this.acc.length, Math.max(0, samplesIn(ms - this.startMs)));
@@ -164,6 +215,8 @@ export class LegMedia {
     readonly callId: string,
     /** What the remote party sends once answered (the route's audio). */
     readonly remote: Audio,
+    /** What a SPEECH remote party says (the route's words); empty: unintelligible speech. */
+    readonly words = "",
   ) {}
 
   answer(atMs: number): void {
@@ -177,15 +230,37 @@ export class LegMedia {
     this.unbridge(atMs);
   }
 
-  /** `say` from `atMs`, lasting `seconds`. */
-  say(atMs: number, seconds: number): void {
+  /** `say` of `text` from `atMs`, lasting `seconds`. */
+  say(atMs: number, seconds: number, text = ""): void {
     const seed = seedFrom(`${this.callId}:say:${this.says++}`);
-    this.played.push({ startMs: atMs, endMs: atMs + seconds * 1000, sound: { kind: "speech", seed } });
+    this.played.push({
+      startMs: atMs,
+      endMs: atMs + seconds * 1000,
+      sound: { kind: "speech", seed },
+      text: text.trim().replace(/\s+/g, " "),
+    });
   }
 
   /** `play` of `uri` from `atMs`, lasting `seconds`. */
   play(atMs: number, uri: string, seconds: number): void {
-    this.played.push({ startMs: atMs, endMs: atMs + seconds * 1000, sound: soundOfUri(uri) });
+    this.played.push({ startMs: atMs, endMs: atMs + seconds * 1000, sound: soundOfUri(uri), text: "" });
+  }
+
+  /** The remote party's sayings of its words that overlap `part` (within its time on the line). */
+  private remoteSaid(part: Span): (Said & { k: number })[] {
+    const span = this.remoteSpan();
+    if (span === undefined || this.remote === "SILENCE" || this.words === "") return [];
+    const length = speechSeconds(this.words) * 1000;
+    const period = length + WORDS_PAUSE_MS;
+    const from = Math.max(span.startMs, part.startMs);
+    const to = Math.min(span.endMs, part.endMs);
+    const out: (Said & { k: number })[] = [];
+    for (let k = Math.max(0, Math.floor((from - span.startMs) / period)); ; k++) {
+      const startMs = span.startMs + k * period;
+      if (startMs >= to || !Number.isFinite(startMs)) break;
+      out.push({ startMs, endMs: startMs + length, text: this.words, k });
+    }
+    return out;
   }
 
   /** `samples` (8000 Hz) played from `atMs` (a media stream's input audio). */
@@ -231,10 +306,42 @@ export class LegMedia {
       startMs: Math.max(span.startMs, part.startMs),
       endMs: Math.min(span.endMs, part.endMs),
     };
+    if (this.words !== "") {
+      const window = { startMs: clipped.startMs, endMs: Math.min(clipped.endMs, mix.endMs) };
+      for (const said of this.remoteSaid(window)) {
+        const seed = seedFrom(`${this.callId}:remote:${said.k}`);
+        const totalLength = samplesIn(said.endMs - said.startMs);
+        const heard = {
+          startMs: Math.max(said.startMs, window.startMs),
+          endMs: Math.min(said.endMs, window.endMs),
+        };
+        mix.add(heard, said.startMs, (offset, length) =>
+          speechLikeWindow(
+            { seed, sampleRate: SAMPLE_RATE, level: REMOTE_SPEECH_LEVEL, totalLength },
+            offset,
+            length,
+          ),
+        );
+      }
+      return;
+    }
     const seed = seedFrom(`${this.callId}:remote`);
     mix.add(clipped, span.startMs, (offset, length) =>
       speechLikeWindow({ seed, sampleRate: SAMPLE_RATE, level: REMOTE_SPEECH_LEVEL }, offset, length),
     );
+  }
+
+  /** What this leg's remote party said within `part`, clipped to it. */
+  private remoteSpeech(part: Span): Said[] {
+    const out: Said[] = [];
+    for (const said of this.remoteSaid(part)) {
+      const clipped = clipSaid(said, {
+        startMs: part.startMs,
+        endMs: Math.min(part.endMs, this.endedMs ?? part.endMs),
+      });
+      if (clipped !== undefined) out.push(clipped);
+    }
+    return out;
   }
 
   /** `endMs` clipped to the leg's end. */
@@ -242,13 +349,27 @@ export class LegMedia {
     return Math.min(endMs, this.endedMs ?? Number.POSITIVE_INFINITY);
   }
 
-  private captured(startMs: number, channels: Int16Array[]): CapturedAudio {
+  private captured(startMs: number, channels: Int16Array[], said: Said[][]): CapturedAudio {
     const length = channels[0]?.length ?? 0;
+    const speech: SpokenSegment[] = [];
+    said.forEach((stretches, channel) => {
+      for (const s of stretches) {
+        if (s.endMs <= s.startMs) continue;
+        speech.push({
+          channel,
+          offsetMs: s.startMs - startMs,
+          durationMs: s.endMs - s.startMs,
+          text: s.text,
+        });
+      }
+    });
+    speech.sort((a, b) => a.offsetMs - b.offsetMs || a.channel - b.channel);
     return {
       sampleRate: SAMPLE_RATE,
       channels,
       startTime: new Date(startMs),
       durationSeconds: length / SAMPLE_RATE,
+      speech,
     };
   }
 
@@ -256,7 +377,7 @@ export class LegMedia {
   renderRemote(startMs: number, endMs: number): CapturedAudio {
     const mix = new Mix(startMs, samplesIn(Math.max(0, endMs - startMs)));
     this.addRemote(mix);
-    return this.captured(startMs, [mix.toInt16()]);
+    return this.captured(startMs, [mix.toInt16()], [this.remoteSpeech({ startMs, endMs: mix.endMs })]);
   }
 
   /** The leg's capture over [startMs, endMs): one or two channels (see the header). */
@@ -269,18 +390,32 @@ export class LegMedia {
     );
     const own = new Mix(startMs, length);
     this.addRemote(own);
+    const window = { startMs, endMs: own.endMs };
+    const ownSaid = this.remoteSpeech(window);
     const end = this.endedMs ?? Number.POSITIVE_INFINITY;
     for (const p of this.played) {
       const spanLength = samplesIn(p.endMs - p.startMs);
       const heard = { startMs: p.startMs, endMs: Math.min(p.endMs, end) };
       for (const part of subtract(heard, bridged)) {
         own.add(part, p.startMs, (offset, n) => renderSound(p.sound, spanLength, offset, n));
+        if (p.text === "") continue;
+        const clip = {
+          startMs: Math.max(part.startMs, window.startMs),
+          endMs: Math.min(part.endMs, window.endMs),
+        };
+        const said = clipSaid({ startMs: p.startMs, endMs: p.endMs, text: p.text }, clip);
+        if (said !== undefined) ownSaid.push(said);
       }
     }
-    if (bridged.length === 0) return this.captured(startMs, [own.toInt16()]);
+    if (bridged.length === 0) return this.captured(startMs, [own.toInt16()], [ownSaid]);
     const peer = new Mix(startMs, length);
-    for (const b of bridged) b.other.addRemote(peer, b);
-    return this.captured(startMs, [own.toInt16(), peer.toInt16()]);
+    const peerSaid: Said[] = [];
+    for (const b of bridged) {
+      b.other.addRemote(peer, b);
+      const part = { startMs: Math.max(b.startMs, window.startMs), endMs: Math.min(b.endMs, window.endMs) };
+      peerSaid.push(...b.other.remoteSpeech(part));
+    }
+    return this.captured(startMs, [own.toInt16(), peer.toInt16()], [ownSaid, peerSaid]);
   }
 
   /**

@@ -9,6 +9,8 @@
  * - `ring_seconds` 0..600 (default 2), `talk_seconds` 0..86400 (default
  *   30), `digits` `^[0-9*#]{0,64}$`, `audio` SPEECH (default) or SILENCE,
  *   `outcome` ANSWER (default), BUSY, REJECT, NO_ANSWER or FAIL;
+ * - `words`: what a SPEECH party says (at most 1000 characters, blanks
+ *   collapsed; not with SILENCE): see media.ts;
  * - `error_code` / `error_message` only for outcomes other than ANSWER,
  *   defaulted per outcome (FAIL: `CARRIER_ERROR`).
  */
@@ -38,6 +40,8 @@ export interface Route {
   talkSeconds: number;
   audio: Audio;
   digits: string;
+  /** What the remote party says, repeated while it talks (SPEECH); empty: unintelligible speech. */
+  words: string;
   errorCode: string;
   errorMessage: string;
   createTime: Date;
@@ -66,6 +70,7 @@ export const DEFAULT_ROUTE: Readonly<Route> = Object.freeze({
   talkSeconds: DEFAULT_TALK_SECONDS,
   audio: "SPEECH",
   digits: "",
+  words: "",
   errorCode: "",
   errorMessage: "",
   createTime: new Date(0),
@@ -79,6 +84,8 @@ export interface RouteInput {
   talkSeconds: number | undefined;
   audio: Audio | undefined;
   digits: string;
+  /** Undefined or empty: none. */
+  words?: string | undefined;
   errorCode: string;
   errorMessage: string;
 }
@@ -87,6 +94,7 @@ const PREFIX = /^(\+[0-9]{0,15})?$/;
 const DIGITS = /^[0-9*#]{0,64}$/;
 const ERROR_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
 const MAX_ERROR_MESSAGE = 500;
+export const MAX_WORDS_CHARS = 1000;
 
 /**
  * Checks `input` and fills in the defaults. `field` is the request path of
@@ -116,6 +124,13 @@ export function validateRoute(input: RouteInput, field = "route"): Omit<Route, "
   }
   if (!DIGITS.test(input.digits)) {
     violations.push({ field: at("digits"), description: "must be at most 64 of 0-9, * and #" });
+  }
+  const words = (input.words ?? "").trim().replace(/\s+/g, " ");
+  if (words.length > MAX_WORDS_CHARS) {
+    violations.push({ field: at("words"), description: `must be at most ${MAX_WORDS_CHARS} characters` });
+  }
+  if (words !== "" && input.audio === "SILENCE") {
+    violations.push({ field: at("words"), description: "a SILENCE party says nothing: use SPEECH audio" });
   }
   const outcome = input.outcome ?? "ANSWER";
   if (outcome === "ANSWER") {
@@ -151,6 +166,7 @@ export function validateRoute(input: RouteInput, field = "route"): Omit<Route, "
     talkSeconds: input.talkSeconds ?? DEFAULT_TALK_SECONDS,
     audio: input.audio ?? "SPEECH",
     digits: input.digits,
+    words,
     errorCode: input.errorCode || defaults.code,
     errorMessage: input.errorMessage || defaults.message,
   };
@@ -180,6 +196,7 @@ export function routeFromRow(row: SimulatorRouteRow): Route {
     talkSeconds: row.talkSeconds,
     audio: row.audio as Audio,
     digits: row.digits,
+    words: row.words,
     errorCode: row.errorCode,
     errorMessage: row.errorMessage,
     createTime: row.createTime,

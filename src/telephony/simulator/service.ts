@@ -31,6 +31,7 @@ export function routeToProto(route: Route): SimulatorRoute {
     talkSeconds: route.talkSeconds,
     audio: SimulatorRoute_Audio[route.audio],
     digits: route.digits,
+    words: route.words,
     errorCode: route.errorCode,
     errorMessage: route.errorMessage,
     createTime: timestampFromDate(route.createTime),
@@ -64,6 +65,7 @@ export function simulatorAdminService(
         talkSeconds: r.talkSeconds,
         audio: enumName<Audio>(SimulatorRoute_Audio, r.audio),
         digits: r.digits,
+        words: r.words,
         errorCode: r.errorCode,
         errorMessage: r.errorMessage,
       });

@@ -136,6 +136,9 @@ export class ActiveCall {
       child.cancel("CANCELLED", "The parent call ended first");
     }
     const leg = this.leg;
+    // The network ended the leg first (the remote party hung up, was busy,
+    // ...) or we end it now (hang up, cancel, refuse).
+    const endedBy = leg === undefined ? null : leg.state === "ended" ? "REMOTE" : "LOCAL";
     if (leg !== undefined && leg.state !== "ended") {
       if (options.reject !== undefined && leg.state === "ringing" && this.row.direction === "INCOMING") {
         leg.reject(options.reject);
@@ -153,6 +156,7 @@ export class ActiveCall {
       errorCode,
       errorMessage: errorMessage.slice(0, 1000),
       endTime,
+      endedBy,
       answerDurationMs: answerMs,
       priceCurrency: price.currency,
       priceUnits: price.units,

@@ -80,6 +80,8 @@ export class CallRecorder {
         source: "CALL_RECORDING",
         postProcessing: entry.settings.postProcessing,
         readyUri: entry.settings.readyUri,
+        transcribe: entry.settings.transcribe ?? false,
+        transcriptionReadyUri: entry.settings.transcriptionReadyUri ?? "",
         channelCount: this.bridged || entry.settings.trigger === "BRIDGE" ? 2 : 1,
       })
       .then(
@@ -106,6 +108,7 @@ export class CallRecorder {
             channels: audio.channels,
             sampleRate: audio.sampleRate,
             startTime: audio.startTime,
+            speech: audio.speech,
           });
         }),
       );

@@ -369,6 +369,7 @@ async function record(
       channels: result.audio.channels,
       sampleRate: result.audio.sampleRate,
       startTime: result.audio.startTime,
+      speech: result.audio.speech,
     }),
   );
   if (call.terminal) return { kind: "end" };

@@ -24,11 +24,9 @@
  *   UNSPECIFIED or DISABLED stores no recording (the column is null and
  *   `options.recording` reads back unset); ANSWER / BRIDGE are stored as
  *   `calls.recording` ({trigger, postProcessing (deduplicated), readyUri})
- *   for the engine. Transcription is not built: `transcribe` DEFAULT is
- *   UNIMPLEMENTED (ErrorInfo reason NOT_IMPLEMENTED, metadata `field`
- *   `call.options.recording.transcribe`), after every INVALID_ARGUMENT
- *   check, whatever the trigger — asked-for transcription is never
- *   silently dropped. TRANSCRIBE_OPTION_UNSPECIFIED / DISABLED are fine.
+ *   for the engine, with `transcribe` (DEFAULT) and
+ *   `transcriptionReadyUri`: the recording is then transcribed when it
+ *   completes (src/transcriptions).
  * - `call.labels`: at most 50 keys, keys 1..100 and values ..1000
  *   characters, and at most 10 kB (10,240 UTF-8 bytes) of keys and values
  *   together.
@@ -62,7 +60,6 @@ import { enqueueWebhook } from "../../events/outbox.js";
 import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
 import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
-import { transcriptionNotImplemented } from "../transcription.js";
 import { admitCall } from "./concurrency.js";
 import { compileCallFilter } from "./filter.js";
 import { callJson } from "./proto.js";
@@ -109,6 +106,10 @@ export function callRecordingSettings(config: CallRecordingInput | undefined): C
     trigger: config.trigger,
     postProcessing: [...new Set(config.postProcessing.filter(isPostProcessing))],
     readyUri: config.recordingReadyUri,
+    // Stored only when asked for: rows of calls without transcription keep their shape.
+    ...(config.transcribe === "DEFAULT"
+      ? { transcribe: true, transcriptionReadyUri: config.transcriptionReadyUri }
+      : {}),
   };
 }
 
@@ -272,8 +273,6 @@ export class CallsDomain {
     const incapable = owner && capabilityRefusal(owner, input.from, "VOICE", "call.from");
     if (incapable !== undefined) throw incapable;
     const o = input.options!;
-    const unimplemented = transcriptionNotImplemented(o.recording, RECORDING_FIELD);
-    if (unimplemented !== undefined) throw unimplemented;
     const now = this.clock.now();
     const row = await this.db.transaction(async (tx) => {
       await admitCall(tx, projectId, this.limits.concurrentCalls ?? 0);

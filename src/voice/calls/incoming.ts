@@ -106,7 +106,8 @@ export function instanceRecording(trigger: RecordingTriggerValue): CallRecording
 type NewIncomingCall = Pick<
   CallRow,
   "projectId" | "to" | "from" | "isPrivate" | "transport" | "handlerUris" | "recording"
->;
+> &
+  Partial<Pick<CallRow, "sipSourceIp">>;
 
 function phoneViolations(field: string, value: string): FieldViolation[] {
   if (value === "") return [{ field, description: "is required", reason: "required" }];
@@ -213,6 +214,7 @@ export class IncomingCalls {
       from,
       isPrivate: input.isPrivate,
       transport: "SIP" as const,
+      sipSourceIp: input.sourceIp,
       recording: callRecordingSettings(domain.callRecording),
     };
     switch (domain.callTerminationMode) {

@@ -21,6 +21,7 @@ import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import {
   CallRecordingConfig_CallRecordingTrigger,
   PostProcessing,
+  TranscribeOption,
 } from "../../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
 import { CallRequestSchema } from "../../../gen/enfonica/voice/v1beta1/call_request_pb.js";
 import {
@@ -104,6 +105,10 @@ export function callToProto(row: CallRow): Call {
                     trigger: CallRecordingConfig_CallRecordingTrigger[row.recording.trigger],
                     postProcessing: row.recording.postProcessing.map((p) => PostProcessing[p]),
                     recordingReadyUri: row.recording.readyUri,
+                    transcribe: row.recording.transcribe
+                      ? TranscribeOption.DEFAULT
+                      : TranscribeOption.TRANSCRIBE_OPTION_UNSPECIFIED,
+                    transcriptionReadyUri: row.recording.transcriptionReadyUri ?? "",
                   },
           },
     fromLocation: origin?.location,

@@ -70,7 +70,6 @@ import { type PageResult, readPage } from "../../api/pagination.js";
 import type { Clock } from "../../clock.js";
 import { isUniqueViolation } from "../../db/client.js";
 import type { SipDomainRow } from "../../db/schema/index.js";
-import { transcriptionNotImplemented } from "../transcription.js";
 import {
   NO_SIP_USERS,
   resolveSipCall,
@@ -180,8 +179,6 @@ export class SipDomainsDomain {
     const collab = type === "COLLAB_DIRECT_ROUTING";
     const violations = newSipDomainViolations(sipDomainId, input, type);
     if (violations.length > 0) throw invalidArgument(violations);
-    const unimplemented = transcriptionNotImplemented(input.callRecording, "sip_domain.call_recording");
-    if (unimplemented !== undefined) throw unimplemented;
     const now = this.clock.now();
     const name = resourceName(COLLECTION, { projectId, id: sipDomainId });
     try {
@@ -278,8 +275,6 @@ export class SipDomainsDomain {
       }
       const violations = settingsViolations(changes, current.type);
       if (violations.length > 0) throw invalidArgument(violations);
-      const unimplemented = transcriptionNotImplemented(changes.callRecording, "sip_domain.call_recording");
-      if (unimplemented !== undefined) throw unimplemented;
       const row = await s.sipDomains.update(ref.projectId, ref.id, {
         displayName: changes.displayName,
         allowRegister: changes.allowRegister,

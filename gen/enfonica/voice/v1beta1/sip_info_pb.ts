@@ -66,8 +66,10 @@ export type SipInfo = Message<"enfonica.voice.v1beta1.SipInfo"> & {
   sipCallId: string;
 
   /**
-   * The messages as a libpcap capture file: one UDP datagram per message,
-   * with the addresses and ports in `messages`.
+   * The messages as a libpcap capture file (version 2.4, microsecond
+   * timestamps, link type Ethernet): one Ethernet/IPv4/UDP packet per
+   * message, with the addresses, ports and bytes in `messages`, timestamped
+   * `start_time` + `offset_duration`.
    *
    * @generated from field: bytes pcap = 6;
    */
@@ -182,7 +184,10 @@ export const GetSipInfoRequestSchema: GenMessage<GetSipInfoRequest> = /*@__PURE_
 export const SipInfoService: GenService<{
   /**
    * Gets the SIP info of a call. A call that was not set up over SIP has
-   * none.
+   * none and never will: NOT_FOUND with ErrorInfo reason
+   * `SIP_INFO_NOT_FOUND` (not FAILED_PRECONDITION, which would suggest the
+   * request could succeed once the call changed; a call's transport never
+   * changes). A call in flight has the messages so far.
    *
    * Permission: `voice.calls.get`.
    *

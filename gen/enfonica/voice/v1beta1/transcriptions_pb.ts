@@ -153,7 +153,9 @@ export const Transcription_StateSchema: GenEnum<Transcription_State> = /*@__PURE
   enumDesc(file_enfonica_voice_v1beta1_transcriptions, 0, 0);
 
 /**
- * One stretch of speech on one channel.
+ * One stretch of speech on one channel. Channels are the recording's: 0
+ * the call's own party and what the service said or played to it, 1 the
+ * other party of a bridged call.
  *
  * @generated from message enfonica.voice.v1beta1.Utterance
  */
@@ -385,7 +387,8 @@ export const Transcriptions: GenService<{
     output: typeof ListTranscriptionsResponseSchema;
   },
   /**
-   * Deletes a transcription.
+   * Deletes a transcription; its recording stays. (Deleting a recording
+   * deletes its transcriptions.)
    *
    * Permission: `voice.transcriptions.delete`.
    *

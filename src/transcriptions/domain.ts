@@ -1,0 +1,284 @@
+/**
+ * Transcriptions: the words spoken in a recording, made when a recording
+ * configured with `transcribe: DEFAULT` (Call.options.recording, a SIP
+ * domain's call_recording) reaches its terminal state
+ * (RecordingsDomain.complete calls `transcribe`):
+ *
+ * - SUCCEEDED: a PENDING transcription (channel_count of the recording) is
+ *   created, the Transcriber (transcriber.ts) runs on the stored audio,
+ *   then in one transaction the transcription becomes COMPLETED (duration =
+ *   the recording's, utterances) or FAILED (the transcriber rejected or took
+ *   longer than `timeoutMs`) and, when it has a ready_uri, the
+ *   TRANSCRIPTION_READY webhook (body: the Transcription, FULL view, proto3
+ *   JSON) is queued;
+ * - EMPTY (nothing but silence): COMPLETED at once, no utterances;
+ * - FAILED: FAILED at once.
+ * Either way the webhook is sent once, on the terminal state.
+ *
+ * Deletion: DeleteTranscription deletes the transcription only (the
+ * recording stays). Deleting a recording deletes its transcriptions in the
+ * same transaction (the words are the recording's content: deleting a
+ * recording for privacy must not leave them behind); a transcription being
+ * made then is dropped — its result finds no PENDING row and sends nothing.
+ *
+ * Transcriptions run in the process that recorded the call, as recording
+ * processing does (the engine waits for both at shutdown).
+ */
+import { create, toJsonString } from "@bufbuild/protobuf";
+import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  Transcription_State,
+  type Transcription as TranscriptionProto,
+  TranscriptionSchema,
+  UtteranceSchema,
+} from "../../gen/enfonica/voice/v1beta1/transcriptions_pb.js";
+import { badField, notFound } from "../api/errors.js";
+import { newResourceId } from "../api/ids.js";
+import { projectName } from "../api/names.js";
+import { type PageResult, readPage } from "../api/pagination.js";
+import type { Clock } from "../clock.js";
+import type { Db } from "../db/client.js";
+import type { TranscriptionRow, TranscriptionStateValue, UtteranceRow } from "../db/schema/index.js";
+import { enqueueWebhook } from "../events/outbox.js";
+import type { Logger } from "../log.js";
+import { TranscriptionsRepository } from "./repository.js";
+import type { Transcriber, TranscriptionAudio } from "./transcriber.js";
+
+export const TRANSCRIPTION_TYPE = "voice.api.enfonica.com/Transcription";
+
+export interface TranscriptionRef {
+  projectId: string;
+  callId: string;
+  id: string;
+}
+
+/** What `transcribe` needs of the recording. */
+export interface TranscribedRecording {
+  projectId: string;
+  callId: string;
+  id: string;
+  name: string;
+  state: "SUCCEEDED" | "EMPTY" | "FAILED";
+  channelCount: number;
+  durationMs: number | undefined;
+  transcriptionReadyUri: string;
+}
+
+export interface TranscriptionsOptions {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  transcriber: Transcriber;
+  /** Longest a transcriber may take before the transcription is FAILED. */
+  timeoutMs: number;
+  kick?: () => void;
+}
+
+export function transcriptionName(ref: TranscriptionRef): string {
+  return `projects/${ref.projectId}/calls/${ref.callId}/transcriptions/${ref.id}`;
+}
+
+const SEGMENT = /^[^/]+$/;
+
+/** The parts of `projects/{p}/calls/{c}/transcriptions/{t}`; INVALID_ARGUMENT naming `name` otherwise. */
+export function parseTranscriptionName(name: string): TranscriptionRef {
+  const parts = name.split("/");
+  if (
+    parts.length !== 6 ||
+    parts[0] !== "projects" ||
+    parts[2] !== "calls" ||
+    parts[4] !== "transcriptions" ||
+    ![parts[1], parts[3], parts[5]].every((p) => SEGMENT.test(p ?? ""))
+  ) {
+    throw badField(
+      "name",
+      "must be a resource name of the form projects/{project}/calls/{call}/transcriptions/{transcription}",
+      "name.format",
+    );
+  }
+  return { projectId: parts[1]!, callId: parts[3]!, id: parts[5]! };
+}
+
+/** `projects/{p}` or `projects/{p}/calls/{c}`; INVALID_ARGUMENT naming `parent` otherwise. */
+export function parseTranscriptionsParent(parent: string): { projectId: string; callId: string | undefined } {
+  const parts = parent.split("/");
+  const ok =
+    parts[0] === "projects" &&
+    SEGMENT.test(parts[1] ?? "") &&
+    (parts.length === 2 || (parts.length === 4 && parts[2] === "calls" && SEGMENT.test(parts[3] ?? "")));
+  if (!ok) {
+    throw badField(
+      "parent",
+      "must be a project, projects/{project}, or a call, projects/{project}/calls/{call}",
+      "name.format",
+    );
+  }
+  return { projectId: parts[1]!, callId: parts[3] };
+}
+
+const STATE: Readonly<Record<TranscriptionStateValue, Transcription_State>> = {
+  PENDING: Transcription_State.PENDING,
+  COMPLETED: Transcription_State.COMPLETED,
+  FAILED: Transcription_State.FAILED,
+};
+
+/** The proto of a transcription; `full` includes the utterances. */
+export function transcriptionToProto(row: TranscriptionRow, full: boolean): TranscriptionProto {
+  return create(TranscriptionSchema, {
+    name: transcriptionName(row),
+    recording: `projects/${row.projectId}/calls/${row.callId}/recordings/${row.recordingId}`,
+    state: STATE[row.state],
+    duration: row.durationMs === null ? undefined : durationFromMs(row.durationMs),
+    channelCount: row.channelCount,
+    createTime: timestampFromDate(row.createTime),
+    updateTime: timestampFromDate(row.updateTime),
+    readyUri: row.readyUri,
+    utterances: full
+      ? row.utterances.map((u) =>
+          create(UtteranceSchema, {
+            channel: u.channel,
+            offset: durationFromMs(u.offsetMs),
+            duration: durationFromMs(u.durationMs),
+            text: u.text,
+          }),
+        )
+      : [],
+  });
+}
+
+/** `work`, or a rejection after `ms` milliseconds of wall-clock time. */
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`transcription took longer than ${ms} ms`)), ms);
+  });
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Utterances checked against the audio: a channel it has, times inside it, text present; in time order. */
+function clean(
+  utterances: readonly UtteranceRow[],
+  channelCount: number,
+  durationMs: number,
+): UtteranceRow[] {
+  const out: UtteranceRow[] = [];
+  for (const u of utterances) {
+    const text = u.text.trim();
+    if (!Number.isInteger(u.channel) || u.channel < 0 || u.channel >= channelCount || text === "") continue;
+    const start = Math.max(0, Math.round(u.offsetMs));
+    const end = Math.min(durationMs, Math.round(u.offsetMs + u.durationMs));
+    if (end <= start) continue;
+    out.push({ channel: u.channel, offsetMs: start, durationMs: end - start, text });
+  }
+  return out.sort((a, b) => a.offsetMs - b.offsetMs || a.channel - b.channel);
+}
+
+export class TranscriptionsDomain {
+  constructor(private readonly options: TranscriptionsOptions) {}
+
+  private get repository(): TranscriptionsRepository {
+    return new TranscriptionsRepository(this.options.db);
+  }
+
+  /** Makes the transcription of a recording that reached its terminal state (see the header). Never throws. */
+  async transcribe(recording: TranscribedRecording, audio: TranscriptionAudio | undefined): Promise<void> {
+    const now = this.options.clock.now();
+    let row: TranscriptionRow;
+    try {
+      row = await this.repository.insert({
+        id: newResourceId(),
+        projectId: recording.projectId,
+        callId: recording.callId,
+        recordingId: recording.id,
+        state: "PENDING",
+        channelCount: recording.channelCount,
+        readyUri: recording.transcriptionReadyUri,
+        createTime: now,
+        updateTime: now,
+      });
+    } catch (err) {
+      this.options.log.error({ err, recording: recording.name }, "could not create a transcription");
+      return;
+    }
+    if (recording.state === "FAILED") return this.finish(row, "FAILED", null, []);
+    if (recording.state === "EMPTY" || audio === undefined) return this.finish(row, "COMPLETED", 0, []);
+    const durationMs = recording.durationMs ?? 0;
+    try {
+      const utterances = await withDeadline(
+        this.options.transcriber.transcribe(audio),
+        this.options.timeoutMs,
+      );
+      await this.finish(row, "COMPLETED", durationMs, clean(utterances, row.channelCount, durationMs));
+    } catch (err) {
+      this.options.log.warn({ err, transcription: transcriptionName(row) }, "transcription failed");
+      await this.finish(row, "FAILED", null, []);
+    }
+  }
+
+  /** Writes the terminal state and its webhook in one transaction (nothing when the row is gone). */
+  private async finish(
+    row: TranscriptionRow,
+    state: "COMPLETED" | "FAILED",
+    durationMs: number | null,
+    utterances: UtteranceRow[],
+  ): Promise<void> {
+    const now = this.options.clock.now();
+    try {
+      const finished = await this.options.db.transaction(async (tx) => {
+        const done = await new TranscriptionsRepository(tx).finish(row.id, {
+          state,
+          durationMs,
+          utterances,
+          updateTime: now,
+        });
+        if (done === undefined || done.readyUri === "") return false;
+        await enqueueWebhook(tx, {
+          projectId: done.projectId,
+          eventType: "TRANSCRIPTION_READY",
+          uris: [done.readyUri],
+          body: toJsonString(TranscriptionSchema, transcriptionToProto(done, true)),
+          now,
+        });
+        return true;
+      });
+      if (finished) this.options.kick?.();
+    } catch (err) {
+      this.options.log.error(
+        { err, transcription: transcriptionName(row) },
+        "could not finish a transcription",
+      );
+    }
+  }
+
+  async get(ref: TranscriptionRef): Promise<TranscriptionRow> {
+    const row = await this.repository.find(ref.projectId, ref.id);
+    if (row === undefined || row.callId !== ref.callId) {
+      throw notFound(TRANSCRIPTION_TYPE, transcriptionName(ref));
+    }
+    return row;
+  }
+
+  /** The transcriptions of a project, or of one call of it, newest first. */
+  list(
+    projectId: string,
+    callId: string | undefined,
+    page: { pageSize: number; pageToken: string },
+  ): Promise<PageResult<TranscriptionRow>> {
+    const parent =
+      callId === undefined ? projectName(projectId) : `${projectName(projectId)}/calls/${callId}`;
+    return readPage({ ...page, query: { method: "ListTranscriptions", parent } }, (after, limit) =>
+      this.repository.list(projectId, callId, after, limit),
+    );
+  }
+
+  async delete(ref: TranscriptionRef): Promise<void> {
+    await this.get(ref);
+    const row = await this.repository.delete(ref.projectId, ref.id);
+    if (row === undefined) throw notFound(TRANSCRIPTION_TYPE, transcriptionName(ref));
+  }
+}
