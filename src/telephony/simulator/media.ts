@@ -266,7 +266,7 @@ export class LegMedia {
   /** `samples` (8000 Hz) played from `atMs` (a media stream's input audio). */
   playSamples(atMs: number, samples: Int16Array): void {
     const endMs = atMs + (samples.length * 1000) / SAMPLE_RATE;
-    this.played.push({ startMs: atMs, endMs, sound: { kind: "samples", samples } });
+    this.played.push({ startMs: atMs, endMs, sound: { kind: "samples", samples }, text: "" });
   }
 
   /** The open bridge span, if any. */
