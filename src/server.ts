@@ -24,6 +24,8 @@ import { type Config, loadConfig } from "./config.js";
 import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
 import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
+import { OptOuts } from "./messaging/messages/opt-out.js";
+import { optOutRoute } from "./messaging/messages/opt-out-route.js";
 import { numberingDomains } from "./numbering/domains.js";
 import { seedDemoInventory } from "./numbering/inventory/demo.js";
 import { markRest, withAccessLog } from "./observability/access-log.js";
@@ -157,8 +159,21 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { config, clock, log, db: database, kickWebhooks, recordings },
     options.scheduler === undefined ? {} : { scheduler: options.scheduler },
   );
+  // The origin of opt-out links: RECORDING_LINK_BASE_URL, else the address listened on (set in listen()).
+  let publicBaseUrl = config.recordings.linkBaseUrl;
   const services =
-    options.services ?? buildServices({ config, clock, log, db: database, kickWebhooks, engine, recordings });
+    options.services ??
+    buildServices({
+      config,
+      clock,
+      log,
+      db: database,
+      kickWebhooks,
+      engine,
+      recordings,
+      publicBaseUrl: () => publicBaseUrl,
+      ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+    });
   const operatorToken = resolveOperatorToken(config);
   const authenticator = new Authenticator({
     operatorToken: operatorToken.token,
@@ -195,6 +210,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     metricsRoute(operatorToken.token),
     // GET signed recording audio links (src/recordings/links.ts)
     recordingAudioRoute(recordings),
+    // GET / POST /u/{token}: opt-out links of messages (src/messaging/messages/opt-out-route.ts)
+    optOutRoute(new OptOuts(database, clock)),
     // google.api.http paths, through the same services and interceptors
     markRest(
       createRestHandler({ services, routes, interceptors, log, maxBodyBytes: config.maxRequestBytes }),
@@ -257,6 +274,10 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       });
       const address = await s.listen(port, host);
       server = s;
+      if (publicBaseUrl === "") {
+        const h = address.family === "IPv6" ? `[${address.address}]` : address.address;
+        publicBaseUrl = `${config.tls ? "https" : "http"}://${h}:${address.port}`;
+      }
       return address;
     },
     async close() {

@@ -3,7 +3,8 @@
  * AIP-160 subset of ListCalls (src/voice/calls/filter.ts: AND, OR, NOT,
  * parentheses) over these fields:
  *
- * - `event`: `=` / `!=` CALL, CALL_STATE_UPDATE, RECORDING_READY, INCOMING_MESSAGE;
+ * - `event`: `=` / `!=` CALL, CALL_STATE_UPDATE, RECORDING_READY, INCOMING_MESSAGE,
+ *   MESSAGE_STATUS_UPDATE;
  * - `state`: `=` / `!=` PENDING, DELIVERED, FAILED;
  * - `host`: `=` / `!=` a destination host, case-insensitive: a delivery
  *   matches `=` when any of its URIs has that host (`host = "hooks.example.com"`);
@@ -19,6 +20,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "CALL_STATE_UPDATE",
   "RECORDING_READY",
   "INCOMING_MESSAGE",
+  "MESSAGE_STATUS_UPDATE",
 ] as const;
 
 const ENUMS: Record<string, { column: typeof t.eventType | typeof t.state; values: readonly string[] }> = {

@@ -10,7 +10,13 @@ import type { DbOrTx } from "../db/client.js";
 import { webhookEvents } from "../db/schema/index.js";
 
 /** The `X-Enfonica-Event` values of contract/WIRE.md. */
-export type WebhookEventType = "CALL" | "CALL_STATE_UPDATE" | "RECORDING_READY" | "INCOMING_MESSAGE";
+export type WebhookEventType =
+  | "CALL"
+  | "CALL_STATE_UPDATE"
+  | "RECORDING_READY"
+  | "INCOMING_MESSAGE"
+  // Ours (the contract names none for outgoing messages): a status change of a sent message.
+  | "MESSAGE_STATUS_UPDATE";
 
 export interface WebhookToEnqueue {
   projectId: string;

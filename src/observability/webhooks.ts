@@ -11,7 +11,13 @@ import type { Logger } from "../log.js";
 import { webhookDeliveriesTotal, webhookDeliveryLag, webhookRequestsTotal } from "./metrics.js";
 
 /** Event types are a fixed set; anything else is counted as `other` (bounded labels). */
-const EVENTS = new Set(["CALL", "CALL_STATE_UPDATE", "RECORDING_READY", "INCOMING_MESSAGE"]);
+const EVENTS = new Set([
+  "CALL",
+  "CALL_STATE_UPDATE",
+  "RECORDING_READY",
+  "INCOMING_MESSAGE",
+  "MESSAGE_STATUS_UPDATE",
+]);
 export const eventLabel = (eventType: string) => (EVENTS.has(eventType) ? eventType : "other");
 
 /** The outcome of one request: success, http_error, refused, timeout or error. */

@@ -24,7 +24,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/simulator.proto.
  */
 export const file_switchboard_admin_v1_simulator: GenFile = /*@__PURE__*/
-  fileDesc("CiRzd2l0Y2hib2FyZC9hZG1pbi92MS9zaW11bGF0b3IucHJvdG8SFHN3aXRjaGJvYXJkLmFkbWluLnYxItsFCg5TaW11bGF0b3JSb3V0ZRIRCgRuYW1lGAEgASgJQgPgQQMSKQoGcHJlZml4GAIgASgJQhm6SBZyFDISXihcK1swLTldezAsMTV9KT8kEkcKB291dGNvbWUYAyABKA4yLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5PdXRjb21lQgi6SAWCAQIQARIlCgxyaW5nX3NlY29uZHMYBCABKAVCCrpIBxoFGNgEKABIAIgBARImCgx0YWxrX3NlY29uZHMYBSABKAVCC7pICBoGGICjBSgASAGIAQESQwoFYXVkaW8YBiABKA4yKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5BdWRpb0IIukgFggECEAESJgoGZGlnaXRzGAcgASgJQha6SBNyETIPXlswLTkqI117MCw2NH0kEjQKCmVycm9yX2NvZGUYCCABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEh8KDWVycm9yX21lc3NhZ2UYCSABKAlCCLpIBXIDGPQDEjQKC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDIl0KB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEgoKBkFOU1dFUhABEggKBEJVU1kQAhIKCgZSRUpFQ1QQAxINCglOT19BTlNXRVIQBBIICgRGQUlMEAUiNwoFQXVkaW8SFQoRQVVESU9fVU5TUEVDSUZJRUQQABIKCgZTUEVFQ0gQARILCgdTSUxFTkNFEAI6P+pBPAogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGUSGHNpbXVsYXRvci9yb3V0ZXMve3JvdXRlfUIPCg1fcmluZ19zZWNvbmRzQg8KDV90YWxrX3NlY29uZHMiVAoSQ3JlYXRlUm91dGVSZXF1ZXN0Ej4KBXJvdXRlGAEgASgLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGVCCeBBArpIA8gBASJrCg9HZXRSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiQwoRTGlzdFJvdXRlc1JlcXVlc3QSGgoJcGFnZV9zaXplGAEgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAiABKAkiYwoSTGlzdFJvdXRlc1Jlc3BvbnNlEjQKBnJvdXRlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJuChJEZWxldGVSb3V0ZVJlcXVlc3QSWAoEbmFtZRgBIAEoCUJK4EEC+kEiCiBhZG1pbi5zd2l0Y2hib2FyZC9TaW11bGF0b3JSb3V0ZbpIH8gBAXIaMhhec2ltdWxhdG9yL3JvdXRlcy9bXi9dKyQiUAocSW5qZWN0SW5jb21pbmdNZXNzYWdlUmVxdWVzdBIPCgJ0bxgBIAEoCUID4EECEhEKBGZyb20YAiABKAlCA+BBAhIMCgRib2R5GAMgASgJIoMBChlJbmplY3RJbmNvbWluZ0NhbGxSZXF1ZXN0Eg8KAnRvGAEgASgJQgPgQQISDAoEZnJvbRgCIAEoCRISCgppc19wcml2YXRlGAMgASgIEhIKCnNpcF9kb21haW4YBCABKAkSEQoJc291cmNlX2lwGAUgASgJEgwKBHVzZXIYBiABKAkiKgoaSW5qZWN0SW5jb21pbmdDYWxsUmVzcG9uc2USDAoEY2FsbBgBIAEoCTKdBwoOU2ltdWxhdG9yQWRtaW4SkAEKC0NyZWF0ZVJvdXRlEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlUm91dGVSZXF1ZXN0GiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGUiMdpBBXJvdXRlgtPkkwIjOgVyb3V0ZSIaL2FkbWluL3YxL3NpbXVsYXRvci9yb3V0ZXMSiwEKCEdldFJvdXRlEiUuc3dpdGNoYm9hcmQuYWRtaW4udjEuR2V0Um91dGVSZXF1ZXN0GiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGUiMtpBBG5hbWWC0+STAiUSIy9hZG1pbi92MS97bmFtZT1zaW11bGF0b3Ivcm91dGVzLyp9EoMBCgpMaXN0Um91dGVzEicuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFJvdXRlc1JlcXVlc3QaKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0Um91dGVzUmVzcG9uc2UiIoLT5JMCHBIaL2FkbWluL3YxL3NpbXVsYXRvci9yb3V0ZXMSgwEKC0RlbGV0ZVJvdXRlEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuRGVsZXRlUm91dGVSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IjLaQQRuYW1lgtPkkwIlKiMvYWRtaW4vdjEve25hbWU9c2ltdWxhdG9yL3JvdXRlcy8qfRKrAQoVSW5qZWN0SW5jb21pbmdNZXNzYWdlEjIuc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5jb21pbmdNZXNzYWdlUmVxdWVzdBoeLmVuZm9uaWNhLm1lc3NhZ2luZy52MS5NZXNzYWdlIj7aQQx0byxmcm9tLGJvZHmC0+STAik6ASoiJC9hZG1pbi92MS9zaW11bGF0b3IvaW5jb21pbmdNZXNzYWdlcxKvAQoSSW5qZWN0SW5jb21pbmdDYWxsEi8uc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5jb21pbmdDYWxsUmVxdWVzdBowLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluY29taW5nQ2FsbFJlc3BvbnNlIjbaQQd0byxmcm9tgtPkkwImOgEqIiEvYWRtaW4vdjEvc2ltdWxhdG9yL2luY29taW5nQ2FsbHNCQ1pBZ2l0aHViLmNvbS9zd2l0Y2hib2FyZC9zd2l0Y2hib2FyZC9nZW4vc3dpdGNoYm9hcmQvYWRtaW4vdjE7YWRtaW5iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_empty, file_google_protobuf_timestamp, file_enfonica_messaging_v1_messages]);
+  fileDesc("CiRzd2l0Y2hib2FyZC9hZG1pbi92MS9zaW11bGF0b3IucHJvdG8SFHN3aXRjaGJvYXJkLmFkbWluLnYxItwICg5TaW11bGF0b3JSb3V0ZRIRCgRuYW1lGAEgASgJQgPgQQMSKQoGcHJlZml4GAIgASgJQhm6SBZyFDISXihcK1swLTldezAsMTV9KT8kEkcKB291dGNvbWUYAyABKA4yLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5PdXRjb21lQgi6SAWCAQIQARIlCgxyaW5nX3NlY29uZHMYBCABKAVCCrpIBxoFGNgEKABIAIgBARImCgx0YWxrX3NlY29uZHMYBSABKAVCC7pICBoGGICjBSgASAGIAQESQwoFYXVkaW8YBiABKA4yKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5BdWRpb0IIukgFggECEAESJgoGZGlnaXRzGAcgASgJQha6SBNyETIPXlswLTkqI117MCw2NH0kEjQKCmVycm9yX2NvZGUYCCABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEh8KDWVycm9yX21lc3NhZ2UYCSABKAlCCLpIBXIDGPQDEjQKC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDElYKD21lc3NhZ2Vfb3V0Y29tZRgUIAEoDjIzLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlLk1lc3NhZ2VPdXRjb21lQgi6SAWCAQIQARIxChdtZXNzYWdlX2RlbGl2ZXJfc2Vjb25kcxgVIAEoBUILukgIGgYYgKMFKABIAogBARI8ChJtZXNzYWdlX2Vycm9yX2NvZGUYFiABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEicKFW1lc3NhZ2VfZXJyb3JfbWVzc2FnZRgXIAEoCUIIukgFcgMY9AMiXQoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASCgoGQU5TV0VSEAESCAoEQlVTWRACEgoKBlJFSkVDVBADEg0KCU5PX0FOU1dFUhAEEggKBEZBSUwQBSI3CgVBdWRpbxIVChFBVURJT19VTlNQRUNJRklFRBAAEgoKBlNQRUVDSBABEgsKB1NJTEVOQ0UQAiJxCg5NZXNzYWdlT3V0Y29tZRIfChtNRVNTQUdFX09VVENPTUVfVU5TUEVDSUZJRUQQABITCg9NRVNTQUdFX0RFTElWRVIQARIQCgxNRVNTQUdFX0ZBSUwQAhIXChNNRVNTQUdFX1VOREVMSVZFUkVEEAM6P+pBPAogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGUSGHNpbXVsYXRvci9yb3V0ZXMve3JvdXRlfUIPCg1fcmluZ19zZWNvbmRzQg8KDV90YWxrX3NlY29uZHNCGgoYX21lc3NhZ2VfZGVsaXZlcl9zZWNvbmRzIlQKEkNyZWF0ZVJvdXRlUmVxdWVzdBI+CgVyb3V0ZRgBIAEoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlQgngQQK6SAPIAQEiawoPR2V0Um91dGVSZXF1ZXN0ElgKBG5hbWUYASABKAlCSuBBAvpBIgogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGW6SB/IAQFyGjIYXnNpbXVsYXRvci9yb3V0ZXMvW14vXSskIkMKEUxpc3RSb3V0ZXNSZXF1ZXN0EhoKCXBhZ2Vfc2l6ZRgBIAEoBUIHukgEGgIoABISCgpwYWdlX3Rva2VuGAIgASgJImMKEkxpc3RSb3V0ZXNSZXNwb25zZRI0CgZyb3V0ZXMYASADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkibgoSRGVsZXRlUm91dGVSZXF1ZXN0ElgKBG5hbWUYASABKAlCSuBBAvpBIgogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGW6SB/IAQFyGjIYXnNpbXVsYXRvci9yb3V0ZXMvW14vXSskIlAKHEluamVjdEluY29taW5nTWVzc2FnZVJlcXVlc3QSDwoCdG8YASABKAlCA+BBAhIRCgRmcm9tGAIgASgJQgPgQQISDAoEYm9keRgDIAEoCSKDAQoZSW5qZWN0SW5jb21pbmdDYWxsUmVxdWVzdBIPCgJ0bxgBIAEoCUID4EECEgwKBGZyb20YAiABKAkSEgoKaXNfcHJpdmF0ZRgDIAEoCBISCgpzaXBfZG9tYWluGAQgASgJEhEKCXNvdXJjZV9pcBgFIAEoCRIMCgR1c2VyGAYgASgJIioKGkluamVjdEluY29taW5nQ2FsbFJlc3BvbnNlEgwKBGNhbGwYASABKAkynQcKDlNpbXVsYXRvckFkbWluEpABCgtDcmVhdGVSb3V0ZRIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZVJvdXRlUmVxdWVzdBokLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlIjHaQQVyb3V0ZYLT5JMCIzoFcm91dGUiGi9hZG1pbi92MS9zaW11bGF0b3Ivcm91dGVzEosBCghHZXRSb3V0ZRIlLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldFJvdXRlUmVxdWVzdBokLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlIjLaQQRuYW1lgtPkkwIlEiMvYWRtaW4vdjEve25hbWU9c2ltdWxhdG9yL3JvdXRlcy8qfRKDAQoKTGlzdFJvdXRlcxInLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RSb3V0ZXNSZXF1ZXN0Giguc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFJvdXRlc1Jlc3BvbnNlIiKC0+STAhwSGi9hZG1pbi92MS9zaW11bGF0b3Ivcm91dGVzEoMBCgtEZWxldGVSb3V0ZRIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkRlbGV0ZVJvdXRlUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSIy2kEEbmFtZYLT5JMCJSojL2FkbWluL3YxL3tuYW1lPXNpbXVsYXRvci9yb3V0ZXMvKn0SqwEKFUluamVjdEluY29taW5nTWVzc2FnZRIyLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluY29taW5nTWVzc2FnZVJlcXVlc3QaHi5lbmZvbmljYS5tZXNzYWdpbmcudjEuTWVzc2FnZSI+2kEMdG8sZnJvbSxib2R5gtPkkwIpOgEqIiQvYWRtaW4vdjEvc2ltdWxhdG9yL2luY29taW5nTWVzc2FnZXMSrwEKEkluamVjdEluY29taW5nQ2FsbBIvLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluY29taW5nQ2FsbFJlcXVlc3QaMC5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmNvbWluZ0NhbGxSZXNwb25zZSI22kEHdG8sZnJvbYLT5JMCJjoBKiIhL2FkbWluL3YxL3NpbXVsYXRvci9pbmNvbWluZ0NhbGxzQkNaQWdpdGh1Yi5jb20vc3dpdGNoYm9hcmQvc3dpdGNoYm9hcmQvZ2VuL3N3aXRjaGJvYXJkL2FkbWluL3YxO2FkbWluYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_empty, file_google_protobuf_timestamp, file_enfonica_messaging_v1_messages]);
 
 /**
  * What the simulated network does with calls to the numbers starting with
@@ -112,6 +112,39 @@ export type SimulatorRoute = Message<"switchboard.admin.v1.SimulatorRoute"> & {
    * @generated from field: google.protobuf.Timestamp create_time = 10;
    */
   createTime?: Timestamp | undefined;
+
+  /**
+   * Optional. What happens to messages; MESSAGE_DELIVER when not given.
+   *
+   * @generated from field: switchboard.admin.v1.SimulatorRoute.MessageOutcome message_outcome = 20;
+   */
+  messageOutcome: SimulatorRoute_MessageOutcome;
+
+  /**
+   * Optional. Seconds from SENT to DELIVERED (or UNDELIVERED): 0 to 86400;
+   * 1 when not given.
+   *
+   * @generated from field: optional int32 message_deliver_seconds = 21;
+   */
+  messageDeliverSeconds?: number | undefined;
+
+  /**
+   * Optional. The message's `error_code` for FAIL and UNDELIVERED (not
+   * with MESSAGE_DELIVER): letters, digits, `_`, `.`, `-`, at most 64.
+   * Defaults: MESSAGE_FAIL `CARRIER_REJECTED`, MESSAGE_UNDELIVERED
+   * `UNREACHABLE`.
+   *
+   * @generated from field: string message_error_code = 22;
+   */
+  messageErrorCode: string;
+
+  /**
+   * Optional. The message's `error_message` (not with MESSAGE_DELIVER), at most 500
+   * characters; a default per outcome when not given.
+   *
+   * @generated from field: string message_error_message = 23;
+   */
+  messageErrorMessage: string;
 };
 
 /**
@@ -210,6 +243,53 @@ export enum SimulatorRoute_Audio {
  */
 export const SimulatorRoute_AudioSchema: GenEnum<SimulatorRoute_Audio> = /*@__PURE__*/
   enumDesc(file_switchboard_admin_v1_simulator, 0, 1);
+
+/**
+ * What happens to an outgoing message (Messages.CreateMessage) to the
+ * numbers of the route. Every message is QUEUED, then SENDING; then:
+ *
+ * @generated from enum switchboard.admin.v1.SimulatorRoute.MessageOutcome
+ */
+export enum SimulatorRoute_MessageOutcome {
+  /**
+   * Not given: MESSAGE_DELIVER.
+   *
+   * @generated from enum value: MESSAGE_OUTCOME_UNSPECIFIED = 0;
+   */
+  MESSAGE_OUTCOME_UNSPECIFIED = 0,
+
+  /**
+   * The network accepts it (SENT) and the handset gets it
+   * `message_deliver_seconds` later (DELIVERED), unless the message's
+   * `validity_period_seconds` runs out first (UNDELIVERED,
+   * `VALIDITY_PERIOD_EXPIRED`).
+   *
+   * @generated from enum value: MESSAGE_DELIVER = 1;
+   */
+  MESSAGE_DELIVER = 1,
+
+  /**
+   * The network refuses it at once: FAILED with `message_error_code`.
+   *
+   * @generated from enum value: MESSAGE_FAIL = 2;
+   */
+  MESSAGE_FAIL = 2,
+
+  /**
+   * The network accepts it (SENT) but cannot reach the handset:
+   * UNDELIVERED with `message_error_code` after
+   * `message_deliver_seconds`.
+   *
+   * @generated from enum value: MESSAGE_UNDELIVERED = 3;
+   */
+  MESSAGE_UNDELIVERED = 3,
+}
+
+/**
+ * Describes the enum switchboard.admin.v1.SimulatorRoute.MessageOutcome.
+ */
+export const SimulatorRoute_MessageOutcomeSchema: GenEnum<SimulatorRoute_MessageOutcome> = /*@__PURE__*/
+  enumDesc(file_switchboard_admin_v1_simulator, 0, 2);
 
 /**
  * Request for `CreateRoute`.
@@ -456,7 +536,9 @@ export const InjectIncomingCallResponseSchema: GenMessage<InjectIncomingCallResp
  * applies: the number rings 2 seconds, answers, the remote party speaks and
  * hangs up after 30 seconds (`outcome` ANSWER, `ring_seconds` 2,
  * `talk_seconds` 30, `audio` SPEECH, no digits). A route with the empty
- * prefix replaces that default.
+ * prefix replaces that default. Outgoing messages take the same route: by
+ * default they are delivered one second after they are sent
+ * (`message_outcome` MESSAGE_DELIVER, `message_deliver_seconds` 1).
  *
  * @generated from service switchboard.admin.v1.SimulatorAdmin
  */
