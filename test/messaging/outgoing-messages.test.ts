@@ -172,6 +172,28 @@ describe.each(testDatabases())("outgoing messages on $name", (backend) => {
         "DELIVERED",
       ]);
     }
+    // Read back on every transport: Get, and List with a filter.
+    for (const adapter of adapters) {
+      const got = await adapter.call(Messages, "GetMessage", { name: sent[0]! }, TEST_OPERATOR_TOKEN);
+      expect(got.ok && (got.json as Record<string, unknown>).status, adapter.name).toBe("DELIVERED");
+      const listed = await adapter.call(
+        Messages,
+        "ListMessages",
+        { parent: project, filter: "status = DELIVERED AND classification = TRANSACTIONAL", pageSize: 100 },
+        TEST_OPERATOR_TOKEN,
+      );
+      expect(listed.ok, adapter.name).toBe(true);
+      if (!listed.ok) continue;
+      const names = ((listed.json as { messages?: { name: string }[] }).messages ?? []).map((m) => m.name);
+      expect(names.sort(), adapter.name).toEqual([...sent].sort());
+      const bad = await adapter.call(
+        Messages,
+        "ListMessages",
+        { parent: project, filter: "status = LOST" },
+        TEST_OPERATOR_TOKEN,
+      );
+      expect(!bad.ok && bad.fieldViolations, adapter.name).toEqual(["filter"]);
+    }
   });
 
   it("opts a recipient out through the APPEND_URL link: a confirm page, a POST, then unsubscriber with method URL", async () => {
