@@ -36,6 +36,7 @@ import {
 } from "../../gen/switchboard/admin/v1/simulator_pb.js";
 import { allAdapters, type TransportAdapter } from "../e2e/transports.js";
 import { addBlock, Capability, numberingClients, provision } from "../numbering/support.js";
+import { captureLog } from "../observability/support.js";
 import {
   createTestClient,
   errorReason,
@@ -52,7 +53,8 @@ const TERMINAL = new Set([Message_Status.DELIVERED, Message_Status.FAILED, Messa
 
 describe.each(testDatabases())("outgoing messages on $name", (backend) => {
   const database = useTestDatabase(backend);
-  const h = callHarness(database, { destinations: "+614915709" });
+  const captured = captureLog("info");
+  const h = callHarness(database, { destinations: "+614915709", log: captured.logger });
   let adapters: TransportAdapter[] = [];
   let recipient = 0;
 
@@ -253,6 +255,11 @@ describe.each(testDatabases())("outgoing messages on $name", (backend) => {
       expect(posted.status).toBe(200);
       expect(await posted.text()).toContain("will no longer receive marketing messages");
     }
+    // The access log shows the route, never the token.
+    const token = link.split("/u/")[1]!;
+    const optOutLines = captured.lines.filter((l) => l.path === "/u/{token}");
+    expect(optOutLines.length).toBeGreaterThanOrEqual(4);
+    expect(JSON.stringify(captured.lines)).not.toContain(token);
     const after = await mine();
     expect(after).toHaveLength(1);
     expect(after[0]!.unsubscribeMethod).toBe(Unsubscriber_UnsubscribeMethod.URL);
