@@ -34,7 +34,7 @@ import { metricsRoute } from "./observability/metrics-route.js";
 import { webhookQueueDepth } from "./observability/queue-depth.js";
 import { startTracing } from "./observability/tracing.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
-import { buildServices, createCallEngine, type ServiceEntry } from "./services.js";
+import { buildServices, createCallEngine, createMessageNetwork, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
 import { withCors } from "./transport/cors.js";
 import { chainFallbacks, type Fallback } from "./transport/fallback.js";
@@ -161,6 +161,15 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   );
   // The origin of opt-out links: RECORDING_LINK_BASE_URL, else the address listened on (set in listen()).
   let publicBaseUrl = config.recordings.linkBaseUrl;
+  // Outgoing messages' simulated network (timers on the same scheduler as calls).
+  const messageNetwork = createMessageNetwork({
+    config,
+    clock,
+    log,
+    db: database,
+    kickWebhooks,
+    ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+  });
   const services =
     options.services ??
     buildServices({
@@ -172,7 +181,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       engine,
       recordings,
       publicBaseUrl: () => publicBaseUrl,
-      ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+      messageNetwork,
     });
   const operatorToken = resolveOperatorToken(config);
   const authenticator = new Authenticator({
@@ -254,6 +263,11 @@ export async function build(options: BuildOptions = {}): Promise<App> {
 
   // Registers the engine and ends the calls of engines that died (liveness.ts).
   await engine.begin();
+  // Takes over outgoing messages a stopped process left on their way (network.ts).
+  if (config.role !== "worker") {
+    const resumed = await messageNetwork.resume();
+    if (resumed > 0) log.info({ messages: resumed }, "in-flight messages resumed");
+  }
   webhooks?.start();
 
   let server: OnePortServer | undefined;

@@ -86,6 +86,21 @@ export interface Deps {
   scheduler?: Scheduler;
   /** The origin of links the service hands out (opt-out links); RECORDING_LINK_BASE_URL when absent. */
   publicBaseUrl?: () => string;
+  /** Where sent messages go; the carrier simulator on `scheduler` when absent. */
+  messageNetwork?: SimulatedMessageNetwork;
+}
+
+/** The simulated network of outgoing messages, on `deps.scheduler` (real timers at SIMULATOR_TIME_SCALE by default). */
+export function createMessageNetwork(
+  deps: Pick<Deps, "db" | "clock" | "config" | "log" | "kickWebhooks" | "scheduler">,
+): SimulatedMessageNetwork {
+  return new SimulatedMessageNetwork({
+    db: deps.db,
+    scheduler: deps.scheduler ?? new RealScheduler(deps.clock, deps.config.simulatorTimeScale),
+    routes: simulatorRoutes(deps.db, deps.clock),
+    log: deps.log,
+    ...(deps.kickWebhooks === undefined ? {} : { kickWebhooks: deps.kickWebhooks }),
+  });
 }
 
 /** The call engine of the service: the carrier simulator on `scheduler` (real timers by default). */
@@ -153,13 +168,7 @@ export function buildServices(deps: Deps): ServiceEntry[] {
           db: deps.db,
           clock: deps.clock,
           numbers: numbering.instances,
-          network: new SimulatedMessageNetwork({
-            db: deps.db,
-            scheduler: deps.scheduler ?? new RealScheduler(deps.clock, deps.config.simulatorTimeScale),
-            routes: simulatorRoutes(deps.db, deps.clock),
-            log: deps.log,
-            ...(deps.kickWebhooks === undefined ? {} : { kickWebhooks: deps.kickWebhooks }),
-          }),
+          network: deps.messageNetwork ?? createMessageNetwork(deps),
           rates: deps.config.messageRates,
           publicBaseUrl: deps.publicBaseUrl ?? (() => deps.config.recordings.linkBaseUrl),
           ...(deps.kickWebhooks === undefined ? {} : { kickWebhooks: deps.kickWebhooks }),

@@ -17,14 +17,17 @@
  * clock, SIMULATOR_TIME_SCALE), so tests run a delivery without sleeping.
  *
  * Every change is a conditional update (only from the expected status), so
- * a change never overwrites a later one. In-flight messages live in this
- * process's timers: a restart leaves them in their last state.
+ * a change never overwrites a later one and two processes driving the same
+ * message never both post a status. In-flight messages live in this
+ * process's timers; `resume()` (run at start) takes over the messages a
+ * stopped process left QUEUED, SENDING or SENT, from where they were: a
+ * SENT message ends when its route says, counted from its `send_time`.
  */
 import type { Db } from "../../db/client.js";
 import type { MessageRow, MessageStatusValue } from "../../db/schema/index.js";
 import type { Logger } from "../../log.js";
 import type { Scheduler } from "../../telephony/scheduler.js";
-import type { RouteSource } from "../../telephony/simulator/routes.js";
+import type { Route, RouteSource } from "../../telephony/simulator/routes.js";
 import { enqueueStatusUpdate, MAX_VALIDITY_PERIOD_SECONDS, type MessageNetwork } from "./outgoing.js";
 import { MessagesRepository, type StatusChange } from "./repository.js";
 
@@ -32,6 +35,9 @@ export const VALIDITY_EXPIRED = {
   code: "VALIDITY_PERIOD_EXPIRED",
   message: "The message was not delivered within its validity period",
 };
+
+/** How many in-flight messages one `resume()` takes over. */
+export const RESUME_LIMIT = 10_000;
 
 export interface SimulatedMessageNetworkDeps {
   db: Db;
@@ -61,8 +67,28 @@ export class SimulatedMessageNetwork implements MessageNetwork {
     void p.finally(() => this.running.delete(p));
   }
 
+  /**
+   * Takes over outgoing messages left in flight (by a previous run of this
+   * or of another process; a live one's are harmless to take too: only one
+   * change of each status wins). Returns how many were taken.
+   */
+  async resume(limit = RESUME_LIMIT): Promise<number> {
+    const rows = await new MessagesRepository(this.deps.db).inFlight(limit);
+    for (const row of rows) {
+      if (row.status === "QUEUED") this.send(row);
+      else if (row.status === "SENDING") this.deps.scheduler.after(0, () => this.track(this.accept(row)));
+      else this.deps.scheduler.after(0, () => this.track(this.finishSent(row)));
+    }
+    return rows.length;
+  }
+
   private async submit(message: MessageRow): Promise<void> {
     if ((await this.change(message, ["QUEUED"], { status: "SENDING" })) === undefined) return;
+    await this.accept(message);
+  }
+
+  /** SENDING: the network refuses the message or takes it (SENT). */
+  private async accept(message: MessageRow): Promise<void> {
     const route = await this.deps.routes.resolve(message.to);
     if (route.messageOutcome === "FAIL") {
       await this.change(message, ["SENDING"], {
@@ -77,10 +103,22 @@ export class SimulatedMessageNetwork implements MessageNetwork {
       sendTime: this.deps.scheduler.now(),
     });
     if (sent === undefined) return;
+    this.schedule(sent, route, 0);
+  }
+
+  /** A SENT message taken over: its end comes when it would have, counted from its send time. */
+  private async finishSent(message: MessageRow): Promise<void> {
+    const route = await this.deps.routes.resolve(message.to);
+    const sentAt = message.sendTime ?? message.createTime;
+    this.schedule(message, route, (this.deps.scheduler.now().getTime() - sentAt.getTime()) / 1000);
+  }
+
+  /** Schedules the end of a SENT message, `elapsed` seconds after it was sent. */
+  private schedule(message: MessageRow, route: Route, elapsed: number): void {
     const validity = message.validityPeriodSeconds || MAX_VALIDITY_PERIOD_SECONDS;
     const deliverSeconds = route.messageDeliverSeconds;
     if (deliverSeconds > validity) {
-      this.deps.scheduler.after(validity, () =>
+      this.deps.scheduler.after(Math.max(0, validity - elapsed), () =>
         this.track(
           this.change(message, ["SENT"], {
             status: "UNDELIVERED",
@@ -99,7 +137,7 @@ export class SimulatedMessageNetwork implements MessageNetwork {
             errorMessage: route.messageErrorMessage,
           }
         : { status: "DELIVERED" };
-    this.deps.scheduler.after(deliverSeconds, () =>
+    this.deps.scheduler.after(Math.max(0, deliverSeconds - elapsed), () =>
       this.track(
         this.change(message, ["SENT"], {
           ...final,

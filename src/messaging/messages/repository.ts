@@ -84,4 +84,14 @@ export class MessagesRepository {
       .limit(1);
     return row;
   }
+
+  /** Outgoing messages still on their way (QUEUED, SENDING, SENT), oldest first, at most `limit`. */
+  inFlight(limit: number): Promise<MessageRow[]> {
+    return this.db
+      .select()
+      .from(t)
+      .where(and(eq(t.direction, "OUTGOING"), inArray(t.status, ["QUEUED", "SENDING", "SENT"])))
+      .orderBy(t.createTime, t.id)
+      .limit(limit);
+  }
 }
