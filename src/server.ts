@@ -306,6 +306,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         shutdown.abort();
         removeGauges();
         await engine.stop();
+        await messageNetwork.stop();
         await webhooks?.stop();
         await owned?.close();
         owned = undefined;

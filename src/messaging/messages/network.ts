@@ -49,16 +49,34 @@ export interface SimulatedMessageNetworkDeps {
 
 export class SimulatedMessageNetwork implements MessageNetwork {
   private readonly running = new Set<Promise<void>>();
+  private stopped = false;
 
   constructor(private readonly deps: SimulatedMessageNetworkDeps) {}
 
   send(message: MessageRow): void {
-    this.deps.scheduler.after(0, () => this.track(this.submit(message)));
+    this.later(0, () => this.submit(message));
   }
 
   /** Resolves when no state change is being written (timers still pending do not count). */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /**
+   * Stops taking steps (timers that fall due later do nothing: the messages
+   * stay as they are, for the next process's `resume()`) and waits for the
+   * changes being written.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.idle();
+  }
+
+  /** Runs `step` after `seconds` of message time, unless stopped by then. */
+  private later(seconds: number, step: () => Promise<unknown>): void {
+    this.deps.scheduler.after(seconds, () => {
+      if (!this.stopped) this.track(step().then(() => {}));
+    });
   }
 
   private track(work: Promise<void>): void {
@@ -76,8 +94,8 @@ export class SimulatedMessageNetwork implements MessageNetwork {
     const rows = await new MessagesRepository(this.deps.db).inFlight(limit);
     for (const row of rows) {
       if (row.status === "QUEUED") this.send(row);
-      else if (row.status === "SENDING") this.deps.scheduler.after(0, () => this.track(this.accept(row)));
-      else this.deps.scheduler.after(0, () => this.track(this.finishSent(row)));
+      else if (row.status === "SENDING") this.later(0, () => this.accept(row));
+      else this.later(0, () => this.finishSent(row));
     }
     return rows.length;
   }
@@ -118,14 +136,12 @@ export class SimulatedMessageNetwork implements MessageNetwork {
     const validity = message.validityPeriodSeconds || MAX_VALIDITY_PERIOD_SECONDS;
     const deliverSeconds = route.messageDeliverSeconds;
     if (deliverSeconds > validity) {
-      this.deps.scheduler.after(Math.max(0, validity - elapsed), () =>
-        this.track(
-          this.change(message, ["SENT"], {
-            status: "UNDELIVERED",
-            errorCode: VALIDITY_EXPIRED.code,
-            errorMessage: VALIDITY_EXPIRED.message,
-          }).then(() => {}),
-        ),
+      this.later(Math.max(0, validity - elapsed), () =>
+        this.change(message, ["SENT"], {
+          status: "UNDELIVERED",
+          errorCode: VALIDITY_EXPIRED.code,
+          errorMessage: VALIDITY_EXPIRED.message,
+        }),
       );
       return;
     }
@@ -137,13 +153,11 @@ export class SimulatedMessageNetwork implements MessageNetwork {
             errorMessage: route.messageErrorMessage,
           }
         : { status: "DELIVERED" };
-    this.deps.scheduler.after(Math.max(0, deliverSeconds - elapsed), () =>
-      this.track(
-        this.change(message, ["SENT"], {
-          ...final,
-          ...(final.status === "DELIVERED" ? { deliverTime: this.deps.scheduler.now() } : {}),
-        }).then(() => {}),
-      ),
+    this.later(Math.max(0, deliverSeconds - elapsed), () =>
+      this.change(message, ["SENT"], {
+        ...final,
+        ...(final.status === "DELIVERED" ? { deliverTime: this.deps.scheduler.now() } : {}),
+      }),
     );
   }
 
