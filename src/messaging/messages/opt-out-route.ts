@@ -71,8 +71,7 @@ const NOT_FOUND = page("Link not valid", "<p>This opt-out link is not valid.</p>
 
 export function optOutRoute(optOuts: OptOuts): Fallback {
   return async (req, res) => {
-    const path = new URL(req.url ?? "/", "http://localhost").pathname;
-    const m = OPT_OUT_PATH.exec(path);
+    const m = OPT_OUT_PATH.exec((req.url ?? "/").split("?", 1)[0]!);
     if (m === null) return false;
     const token = m[1]!;
     if (req.method === "GET" || req.method === "HEAD") {
