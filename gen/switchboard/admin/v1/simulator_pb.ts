@@ -591,7 +591,9 @@ export const SimulatorAdmin: GenService<{
    * receives it: the message is recorded in its project (direction INCOMING,
    * status RECEIVED) and an INCOMING_MESSAGE webhook carrying the `Message`
    * is queued to the instance's `incoming_message_handler_uris` (tried in
-   * order; none configured: no webhook). A body that is an opt-out keyword
+   * order; none configured: no webhook) — or, for a reply to a message the
+   * project sent (the project's latest message from `to` to `from`), to
+   * that message's `reply_url` when it has one. A body that is an opt-out keyword
    * (STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT; case and surrounding
    * whitespace ignored) also makes `from` an unsubscriber of the project
    * with method MESSAGE, unless it already is one (then it is left as is).
