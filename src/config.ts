@@ -4,6 +4,7 @@
  */
 import { resolve } from "node:path";
 import { databaseUrlFrom, dataDirFrom } from "./db/location.js";
+import { loadMessageRates, type MessageRates } from "./messaging/messages/rates.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
@@ -68,6 +69,8 @@ export interface Config {
   webhooks: WebhooksConfig;
   /** CALL_RATES / CALL_RATES_CURRENCY: the price table of calls (src/voice/calls/rates.ts). */
   callRates: CallRates;
+  /** MESSAGE_RATES / MESSAGE_RATES_CURRENCY: the price table of messages, per segment (src/messaging/messages/rates.ts). */
+  messageRates: MessageRates;
   /** Recordings: blob store, download links, processing (src/recordings/). */
   recordings: RecordingsConfig;
   /** Rate limits and the cap on calls in flight (docs/idempotency-and-limits.md). */
@@ -344,6 +347,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     role,
     webhooks: webhooks(env),
     callRates: callRates(env),
+    messageRates: messageRates(env),
     recordings: recordings(env, dataDir, databaseUrl),
     limits: limits(env),
     idempotencyKeyTtlSeconds: int(env, "IDEMPOTENCY_KEY_TTL_SECONDS", 86_400, 60, 30 * 86_400),
@@ -356,6 +360,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 function callRates(env: NodeJS.ProcessEnv): CallRates {
   try {
     return loadCallRates(env);
+  } catch (err) {
+    if (err instanceof CallRatesError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function messageRates(env: NodeJS.ProcessEnv): MessageRates {
+  try {
+    return loadMessageRates(env);
   } catch (err) {
     if (err instanceof CallRatesError) throw new ConfigError(err.message);
     throw err;

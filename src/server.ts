@@ -25,6 +25,8 @@ import { type Config, loadConfig } from "./config.js";
 import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
 import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
+import { OptOuts } from "./messaging/messages/opt-out.js";
+import { optOutRoute } from "./messaging/messages/opt-out-route.js";
 import { numberingDomains } from "./numbering/domains.js";
 import { seedDemoInventory } from "./numbering/inventory/demo.js";
 import { AccessTokensRepository } from "./oauth/access-tokens-repository.js";
@@ -38,7 +40,7 @@ import { metricsRoute } from "./observability/metrics-route.js";
 import { webhookQueueDepth } from "./observability/queue-depth.js";
 import { startTracing } from "./observability/tracing.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
-import { buildServices, createCallEngine, type ServiceEntry } from "./services.js";
+import { buildServices, createCallEngine, createMessageNetwork, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
 import { withCors } from "./transport/cors.js";
 import { chainFallbacks, type Fallback } from "./transport/fallback.js";
@@ -165,9 +167,31 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   );
   // The token endpoint's public URL: key files carry it, assertions must name it.
   const tokenUrl = new TokenUrl(config);
+  // The origin of opt-out links: RECORDING_LINK_BASE_URL, else the address listened on (set in listen()).
+  let publicBaseUrl = config.recordings.linkBaseUrl;
+  // Outgoing messages' simulated network (timers on the same scheduler as calls).
+  const messageNetwork = createMessageNetwork({
+    config,
+    clock,
+    log,
+    db: database,
+    kickWebhooks,
+    ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+  });
   const services =
     options.services ??
-    buildServices({ config, clock, log, db: database, kickWebhooks, engine, recordings, tokenUrl });
+    buildServices({
+      config,
+      clock,
+      log,
+      db: database,
+      kickWebhooks,
+      engine,
+      recordings,
+      publicBaseUrl: () => publicBaseUrl,
+      messageNetwork,
+      tokenUrl,
+    });
   const operatorToken = resolveOperatorToken(config);
   const authenticator = new Authenticator({
     operatorToken: operatorToken.token,
@@ -217,6 +241,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     recordingAudioRoute(recordings),
     // POST /oauth2/token: service accounts' JWT-bearer grant (src/oauth/)
     tokenRoute({ issuer: tokenIssuer, tokenPath: () => tokenUrl.path, log }),
+    // GET / POST /u/{token}: opt-out links of messages (src/messaging/messages/opt-out-route.ts)
+    optOutRoute(new OptOuts(database, clock)),
     // google.api.http paths, through the same services and interceptors
     markRest(
       createRestHandler({ services, routes, interceptors, log, maxBodyBytes: config.maxRequestBytes }),
@@ -259,6 +285,11 @@ export async function build(options: BuildOptions = {}): Promise<App> {
 
   // Registers the engine and ends the calls of engines that died (liveness.ts).
   await engine.begin();
+  // Takes over outgoing messages a stopped process left on their way (network.ts).
+  if (config.role !== "worker") {
+    const resumed = await messageNetwork.resume();
+    if (resumed > 0) log.info({ messages: resumed }, "in-flight messages resumed");
+  }
   webhooks?.start();
 
   let server: OnePortServer | undefined;
@@ -280,6 +311,10 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       const address = await s.listen(port, host);
       tokenUrl.listeningOn(address.address, address.port);
       server = s;
+      if (publicBaseUrl === "") {
+        const h = address.family === "IPv6" ? `[${address.address}]` : address.address;
+        publicBaseUrl = `${config.tls ? "https" : "http"}://${h}:${address.port}`;
+      }
       return address;
     },
     async close() {
@@ -294,6 +329,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         shutdown.abort();
         removeGauges();
         await engine.stop();
+        await messageNetwork.stop();
         await webhooks?.stop();
         await owned?.close();
         owned = undefined;

@@ -46,6 +46,8 @@ import { WebhookEventsRepository } from "./events/repository.js";
 import type { Logger } from "./log.js";
 import { MessagesDomain } from "./messaging/messages/domain.js";
 import { IncomingMessages } from "./messaging/messages/incoming.js";
+import { SimulatedMessageNetwork } from "./messaging/messages/network.js";
+import { OutgoingMessages } from "./messaging/messages/outgoing.js";
 import { MessagesRepository } from "./messaging/messages/repository.js";
 import { messagesService } from "./messaging/messages/service.js";
 import { UnsubscribersDomain } from "./messaging/unsubscribers/domain.js";
@@ -57,7 +59,7 @@ import { phoneNumberInstancesService } from "./numbering/phone-number-instances/
 import { regulatoryListingsService } from "./numbering/regulatory-listings/service.js";
 import { TokenUrl } from "./oauth/token-url.js";
 import { createRecordings, type RecordingsDomain, recordingsService } from "./recordings/index.js";
-import type { Scheduler } from "./telephony/scheduler.js";
+import { RealScheduler, type Scheduler } from "./telephony/scheduler.js";
 import { createSimulatorCarrier, simulatorRoutes } from "./telephony/simulator/index.js";
 import { simulatorAdminService } from "./telephony/simulator/service.js";
 import { simulatedSipDialogue } from "./telephony/simulator/sip-dialogue.js";
@@ -93,6 +95,25 @@ export interface Deps {
   recordings?: RecordingsDomain;
   /** The token endpoint's public URL (key files carry it); made from the config when absent. */
   tokenUrl?: TokenUrl;
+  /** Timers of the simulated network for messages; real timers at SIMULATOR_TIME_SCALE when absent. */
+  scheduler?: Scheduler;
+  /** The origin of links the service hands out (opt-out links); RECORDING_LINK_BASE_URL when absent. */
+  publicBaseUrl?: () => string;
+  /** Where sent messages go; the carrier simulator on `scheduler` when absent. */
+  messageNetwork?: SimulatedMessageNetwork;
+}
+
+/** The simulated network of outgoing messages, on `deps.scheduler` (real timers at SIMULATOR_TIME_SCALE by default). */
+export function createMessageNetwork(
+  deps: Pick<Deps, "db" | "clock" | "config" | "log" | "kickWebhooks" | "scheduler">,
+): SimulatedMessageNetwork {
+  return new SimulatedMessageNetwork({
+    db: deps.db,
+    scheduler: deps.scheduler ?? new RealScheduler(deps.clock, deps.config.simulatorTimeScale),
+    routes: simulatorRoutes(deps.db, deps.clock),
+    log: deps.log,
+    ...(deps.kickWebhooks === undefined ? {} : { kickWebhooks: deps.kickWebhooks }),
+  });
 }
 
 /** The call engine of the service: the carrier simulator on `scheduler` (real timers by default). */
@@ -153,7 +174,21 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     { desc: PhoneNumbers, impl: phoneNumbersService(numbering.inventory) },
     { desc: PhoneNumberInstances, impl: phoneNumberInstancesService(numbering.instances) },
     { desc: NumberingAdmin, impl: numberingAdminService(numbering) },
-    { desc: Messages, impl: messagesService(new MessagesDomain(new MessagesRepository(deps.db))) },
+    {
+      desc: Messages,
+      impl: messagesService(
+        new MessagesDomain(new MessagesRepository(deps.db)),
+        new OutgoingMessages({
+          db: deps.db,
+          clock: deps.clock,
+          numbers: numbering.instances,
+          network: deps.messageNetwork ?? createMessageNetwork(deps),
+          rates: deps.config.messageRates,
+          publicBaseUrl: deps.publicBaseUrl ?? (() => deps.config.recordings.linkBaseUrl),
+          ...(deps.kickWebhooks === undefined ? {} : { kickWebhooks: deps.kickWebhooks }),
+        }),
+      ),
+    },
     { desc: SipDomains, impl: sipDomainsService(sipDomains) },
     { desc: SipDomainAdmin, impl: sipDomainAdminService(sipDomains) },
     {

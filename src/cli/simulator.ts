@@ -9,6 +9,7 @@ import {
   ListRoutesResponseSchema,
   SimulatorAdmin,
   SimulatorRoute_AudioSchema,
+  SimulatorRoute_MessageOutcomeSchema,
   SimulatorRoute_OutcomeSchema,
   SimulatorRouteSchema,
 } from "../../gen/switchboard/admin/v1/simulator_pb.js";
@@ -75,19 +76,41 @@ const routes: Command[] = [
         description: "the call's error code when it does not connect",
       },
       "error-message": { type: "string", value: "TEXT", description: "the call's error message" },
+      "message-outcome": {
+        type: "string",
+        value: "OUTCOME",
+        description: "what happens to messages: DELIVER, FAIL or UNDELIVERED (default DELIVER)",
+      },
+      "message-deliver-seconds": {
+        type: "string",
+        value: "N",
+        description: "seconds from SENT to DELIVERED or UNDELIVERED, 0-86400 (1)",
+      },
+      "message-error-code": {
+        type: "string",
+        value: "CODE",
+        description: "the message's error code for FAIL and UNDELIVERED",
+      },
+      "message-error-message": { type: "string", value: "TEXT", description: "the message's error message" },
     },
     description:
-      "The longest matching prefix wins; a taken prefix is ALREADY_EXISTS (delete that route first).",
+      "The longest matching prefix wins; a taken prefix is ALREADY_EXISTS (delete that route first).\n" +
+      "Calls and outgoing messages to the prefix both take the route.",
     examples: [
       "switchboard simulator routes create --prefix +6149157 --outcome BUSY",
       "switchboard simulator routes create --prefix +614 --ring-seconds 5 --talk-seconds 10 --digits 1#",
       'switchboard simulator routes create --prefix +61491570199 --words "I would like to book a table"',
+      "switchboard simulator routes create --prefix +61491570199 --message-outcome FAIL --message-error-code 30007",
     ],
     async run({ values, client }) {
       const outcome = str(values, "outcome");
       const audio = str(values, "audio");
       const ringSeconds = int(values, "ring-seconds", 0, 600);
       const talkSeconds = int(values, "talk-seconds", 0, 86_400);
+      const messageOutcome = str(values, "message-outcome")
+        ?.toUpperCase()
+        .replace(/^(MESSAGE_)?/, "MESSAGE_");
+      const messageDeliverSeconds = int(values, "message-deliver-seconds", 0, 86_400);
       const route = await client.of(SimulatorAdmin).createRoute({
         route: {
           prefix: str(values, "prefix") ?? "",
@@ -99,6 +122,12 @@ const routes: Command[] = [
           words: str(values, "words") ?? "",
           errorCode: str(values, "error-code") ?? "",
           errorMessage: str(values, "error-message") ?? "",
+          messageOutcome: messageOutcome
+            ? enumValue(SimulatorRoute_MessageOutcomeSchema, messageOutcome, "--message-outcome")
+            : 0,
+          ...(messageDeliverSeconds === undefined ? {} : { messageDeliverSeconds }),
+          messageErrorCode: str(values, "message-error-code") ?? "",
+          messageErrorMessage: str(values, "message-error-message") ?? "",
         },
       });
       return resource(SimulatorRouteSchema, route);

@@ -4,7 +4,7 @@
  * parentheses) over these fields:
  *
  * - `event`: `=` / `!=` CALL, CALL_STATE_UPDATE, RECORDING_READY, TRANSCRIPTION_READY,
- *   INCOMING_MESSAGE;
+ *   INCOMING_MESSAGE, MESSAGE_STATUS_UPDATE;
  * - `state`: `=` / `!=` PENDING, DELIVERED, FAILED;
  * - `host`: `=` / `!=` a destination host, case-insensitive: a delivery
  *   matches `=` when any of its URIs has that host (`host = "hooks.example.com"`);
@@ -21,6 +21,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "RECORDING_READY",
   "TRANSCRIPTION_READY",
   "INCOMING_MESSAGE",
+  "MESSAGE_STATUS_UPDATE",
 ] as const;
 
 const ENUMS: Record<string, { column: typeof t.eventType | typeof t.state; values: readonly string[] }> = {

@@ -15,7 +15,9 @@ export type WebhookEventType =
   | "CALL_STATE_UPDATE"
   | "RECORDING_READY"
   | "TRANSCRIPTION_READY"
-  | "INCOMING_MESSAGE";
+  | "INCOMING_MESSAGE"
+  // Ours (the contract names none for outgoing messages): a status change of a sent message.
+  | "MESSAGE_STATUS_UPDATE";
 
 export interface WebhookToEnqueue {
   projectId: string;

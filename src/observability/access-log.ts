@@ -42,8 +42,18 @@ function httpRouteOf(url: string | undefined): string {
   const path = (url ?? "/").split("?", 1)[0]!;
   return (
     HTTP_ROUTES[path] ??
-    (path.includes("/recordings/") && path.includes("/audio/") ? "recording_audio" : "other")
+    (path.includes("/recordings/") && path.includes("/audio/")
+      ? "recording_audio"
+      : path.startsWith("/u/")
+        ? "opt_out"
+        : "other")
   );
+}
+
+/** The path as logged: the secret token of an opt-out link (/u/{token}) is never written. */
+function loggedPath(url: string | undefined): string {
+  const path = (url ?? "/").split("?", 1)[0]!;
+  return path.startsWith("/u/") ? "/u/{token}" : path;
 }
 
 /** Code of a plain HTTP answer, from its status (google.rpc.Code names). */
@@ -159,7 +169,7 @@ export function withAccessLog(handler: NodeHandlerFn, log: Logger): NodeHandlerF
           transport: ctx.transport,
           ...(rpc
             ? { service: ctx.service, method: ctx.method }
-            : { httpMethod: req.method, path: (req.url ?? "/").split("?", 1)[0] }),
+            : { httpMethod: req.method, path: loggedPath(req.url) }),
           ...(ctx.project === undefined ? {} : { project: ctx.project }),
           ...(ctx.credential === undefined ? {} : { credential: ctx.credential }),
           code,

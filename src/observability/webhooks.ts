@@ -17,6 +17,7 @@ const EVENTS = new Set([
   "RECORDING_READY",
   "TRANSCRIPTION_READY",
   "INCOMING_MESSAGE",
+  "MESSAGE_STATUS_UPDATE",
 ]);
 export const eventLabel = (eventType: string) => (EVENTS.has(eventType) ? eventType : "other");
 

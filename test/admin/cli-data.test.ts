@@ -222,6 +222,20 @@ describe.each(testDatabases())("switchboard CLI data commands on $name", (backen
     expect(failed(await op("simulator", "routes", "create", "--outcome", "MAYBE"), 2)).toMatch(
       /^error: --outcome must be one of ANSWER, BUSY, REJECT, NO_ANSWER, FAIL/,
     );
+    const messageRoute = await json(
+      ...["simulator", "routes", "create", "--prefix", "+61491570666", "--message-outcome", "fail"],
+      ...["--message-error-code", "30007", "--message-deliver-seconds", "3"],
+    );
+    expect(messageRoute).toMatchObject({
+      prefix: "+61491570666",
+      messageOutcome: "MESSAGE_FAIL",
+      messageDeliverSeconds: 3,
+      messageErrorCode: "30007",
+    });
+    await ok("simulator", "routes", "delete", String(messageRoute.name));
+    expect(failed(await op("simulator", "routes", "create", "--message-outcome", "BOUNCE"), 2)).toMatch(
+      /^error: --message-outcome must be one of MESSAGE_DELIVER, MESSAGE_FAIL, MESSAGE_UNDELIVERED/,
+    );
 
     await ok("projects", "create", "cli-sim");
     await ok(

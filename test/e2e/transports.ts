@@ -408,6 +408,13 @@ const REST_ROUTES: Readonly<Record<string, RestRoute>> = {
     verb: "GET",
     path: "/v1beta1/{parent}/regulatoryListings:search",
   },
+  "enfonica.messaging.v1.Messages/CreateMessage": {
+    verb: "POST",
+    path: "/v1/{parent}/messages",
+    body: "message",
+  },
+  "enfonica.messaging.v1.Messages/GetMessage": { verb: "GET", path: "/v1/{name}" },
+  "enfonica.messaging.v1.Messages/ListMessages": { verb: "GET", path: "/v1/{parent}/messages" },
   "enfonica.messaging.v1.Unsubscribers/CreateUnsubscriber": {
     verb: "POST",
     path: "/v1/{parent}/unsubscribers",

@@ -159,8 +159,8 @@ describe("rate limits", () => {
   it("has a lower limit for CreateCall and CreateMessage, per project", async () => {
     const { project, secret } = await owned();
     const messages = createClient(Messages, transport("connect", secret));
-    // The first is admitted (and is UNIMPLEMENTED), the second is over the limit.
-    await expectCode(messages.createMessage({ parent: project, message: {} }), Code.Unimplemented);
+    // The first is admitted (and is INVALID_ARGUMENT: no to, from, body), the second is over the limit.
+    await expectCode(messages.createMessage({ parent: project, message: {} }), Code.InvalidArgument);
     const e = await expectCode(
       messages.createMessage({ parent: project, message: {} }),
       Code.ResourceExhausted,
@@ -170,7 +170,7 @@ describe("rate limits", () => {
     // Other methods of the project still have their tokens.
     expect((await list(secret, project)).status).toBe(200);
     time.ms += 2000;
-    await expectCode(messages.createMessage({ parent: project, message: {} }), Code.Unimplemented);
+    await expectCode(messages.createMessage({ parent: project, message: {} }), Code.InvalidArgument);
   });
 
   it("never limits the operator", async () => {

@@ -66,6 +66,18 @@ describe("simulator route validation", () => {
     ["error code with a space", { outcome: "FAIL", errorCode: "SIP 503" }, ["route.error_code"]],
     ["error code too long", { outcome: "BUSY", errorCode: "E".repeat(65) }, ["route.error_code"]],
     ["error message too long", { outcome: "BUSY", errorMessage: "m".repeat(501) }, ["route.error_message"]],
+    ["unknown message outcome", { messageOutcome: "BOUNCE" as never }, ["route.message_outcome"]],
+    ["message deliver 86400", { messageDeliverSeconds: 86_400 }, []],
+    ["message deliver 86401", { messageDeliverSeconds: 86_401 }, ["route.message_deliver_seconds"]],
+    ["message deliver negative", { messageDeliverSeconds: -1 }, ["route.message_deliver_seconds"]],
+    ["message error code with DELIVER", { messageErrorCode: "X" }, ["route.message_error_code"]],
+    ["message error message with DELIVER", { messageErrorMessage: "x" }, ["route.message_error_message"]],
+    ["message error code with FAIL", { messageOutcome: "FAIL", messageErrorCode: "30007" }, []],
+    [
+      "message error code with a space",
+      { messageOutcome: "UNDELIVERED", messageErrorCode: "A B" },
+      ["route.message_error_code"],
+    ],
     [
       "several at once",
       { prefix: "x", ringSeconds: 700, talkSeconds: -1, digits: "x" },
@@ -87,6 +99,22 @@ describe("simulator route validation", () => {
       words: "",
       errorCode: "",
       errorMessage: "",
+      messageOutcome: "DELIVER",
+      messageDeliverSeconds: 1,
+      messageErrorCode: "",
+      messageErrorMessage: "",
+    });
+  });
+
+  it("defaults the error code of each message outcome that does not deliver", () => {
+    expect(validateRoute({ ...BLANK, messageOutcome: "FAIL" })).toMatchObject({
+      messageErrorCode: "CARRIER_REJECTED",
+    });
+    expect(
+      validateRoute({ ...BLANK, messageOutcome: "UNDELIVERED", messageDeliverSeconds: 5 }),
+    ).toMatchObject({
+      messageErrorCode: "UNREACHABLE",
+      messageDeliverSeconds: 5,
     });
   });
 

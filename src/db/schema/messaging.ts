@@ -4,7 +4,17 @@
  * Conventions as in `numbering.ts`.
  */
 import { sql } from "drizzle-orm";
-import { check, index, integer, jsonb, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
 import { projects } from "./admin.js";
 import { timestamptz } from "./columns.js";
 
@@ -56,6 +66,11 @@ export const MESSAGE_STATUSES = [
 export type MessageStatusValue = (typeof MESSAGE_STATUSES)[number];
 export const MESSAGE_ENCODINGS = ["GSM7", "UCS2"] as const;
 export type MessageEncodingValue = (typeof MESSAGE_ENCODINGS)[number];
+/** Message.MessageClassification and UnsubscribeContentBehavior values as stored (outgoing messages). */
+export const MESSAGE_CLASSIFICATIONS = ["UNCLASSIFIED", "TRANSACTIONAL", "MARKETING"] as const;
+export type MessageClassificationValue = (typeof MESSAGE_CLASSIFICATIONS)[number];
+export const UNSUBSCRIBE_CONTENT_BEHAVIORS = ["NONE", "APPEND_URL"] as const;
+export type UnsubscribeContentBehaviorValue = (typeof UNSUBSCRIBE_CONTENT_BEHAVIORS)[number];
 
 export const messages = pgTable(
   "messages",
@@ -75,9 +90,35 @@ export const messages = pgTable(
     encoding: text("encoding", { enum: MESSAGE_ENCODINGS }).notNull(),
     segmentCount: integer("segment_count").notNull(),
     createTime: timestamptz("create_time").notNull(),
+    /** Outgoing: where status changes are posted; empty for none. */
+    statusUpdateUrl: text("status_update_url").notNull().default(""),
+    /** Outgoing: where replies from `to` are posted; empty for none. */
+    replyUrl: text("reply_url").notNull().default(""),
+    /** Outgoing: as requested (0: the network's default). */
+    validityPeriodSeconds: integer("validity_period_seconds").notNull().default(0),
+    smartEncoding: boolean("smart_encoding").notNull().default(false),
+    errorCode: text("error_code").notNull().default(""),
+    errorMessage: text("error_message").notNull().default(""),
+    /** google.type.Money of the price; all null while there is none (incoming messages). */
+    priceCurrency: text("price_currency"),
+    priceUnits: bigint("price_units", { mode: "number" }),
+    priceNanos: integer("price_nanos"),
+    /** Who created an outgoing message (the API key's name, or `operator`). */
+    createIdentity: text("create_identity").notNull().default(""),
+    sendTime: timestamptz("send_time"),
+    deliverTime: timestamptz("deliver_time"),
+    labels: jsonb("labels").$type<Record<string, string>>().notNull().default({}),
+    /** Outgoing only; null for incoming messages. */
+    classification: text("classification", { enum: MESSAGE_CLASSIFICATIONS }),
+    unsubscribeContentBehavior: text("unsubscribe_content_behavior", { enum: UNSUBSCRIBE_CONTENT_BEHAVIORS }),
+    /** SHA-256 (hex) of the opt-out link's token, for APPEND_URL messages; null otherwise. */
+    optOutTokenHash: text("opt_out_token_hash"),
   },
   (t) => [
     index("messages_project_create_time_idx").on(t.projectId, t.createTime, t.id),
+    /** Replies: the latest outgoing message from a number to a recipient. */
+    index("messages_from_to_create_time_idx").on(t.from, t.to, t.createTime),
+    uniqueIndex("messages_opt_out_token_hash_key").on(t.optOutTokenHash),
     check("messages_direction_check", sql`${t.direction} in ('OUTGOING', 'INCOMING')`),
     check(
       "messages_status_check",

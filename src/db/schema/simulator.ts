@@ -20,6 +20,12 @@ export const simulatorRoutes = pgTable(
     errorCode: text("error_code").notNull().default(""),
     errorMessage: text("error_message").notNull().default(""),
     createTime: timestamptz("create_time").notNull(),
+    /** What happens to a message sent to the prefix: DELIVER | FAIL | UNDELIVERED. */
+    messageOutcome: text("message_outcome").notNull().default("DELIVER"),
+    /** Seconds from SENT to DELIVERED (or UNDELIVERED). */
+    messageDeliverSeconds: integer("message_deliver_seconds").notNull().default(1),
+    messageErrorCode: text("message_error_code").notNull().default(""),
+    messageErrorMessage: text("message_error_message").notNull().default(""),
   },
   (t) => [
     uniqueIndex("simulator_routes_prefix_key").on(t.prefix),

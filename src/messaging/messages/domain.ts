@@ -1,23 +1,26 @@
 /**
- * Messages: text messages of a project. So far only incoming ones exist
- * (the network delivers them, see incoming.ts); sending (CreateMessage) is
- * not built yet and answers UNIMPLEMENTED.
+ * Messages: text messages of a project, incoming (the network delivers
+ * them, see incoming.ts) and outgoing (sent through the API, outgoing.ts).
  *
  * - Get: NOT_FOUND for a message that is not in the project.
  * - List: newest first (keyset pagination on create_time, id); `start_time`
- *   (inclusive) and `end_time` (exclusive) bound create_time; `filter` is not
- *   supported yet: a non-empty one is INVALID_ARGUMENT naming `filter`.
+ *   (inclusive) and `end_time` (exclusive) bound create_time; `filter` is
+ *   an AIP-160 subset (filter.ts), bound into the page token.
  */
 import { and, gte, lt } from "drizzle-orm";
-import { badField, notFound } from "../../api/errors.js";
+import { notFound } from "../../api/errors.js";
 import { projectName, type ResourceRef, resourceName } from "../../api/names.js";
 import { type PageResult, readPage } from "../../api/pagination.js";
 import type {
+  MessageClassificationValue,
   MessageDirectionValue,
   MessageEncodingValue,
   MessageRow,
   MessageStatusValue,
+  UnsubscribeContentBehaviorValue,
 } from "../../db/schema/index.js";
+import type { Price } from "../../voice/calls/rates.js";
+import { compileMessageFilter } from "./filter.js";
 import type { MessagesRepository } from "./repository.js";
 
 export const RESOURCE_TYPE = "messaging.api.enfonica.com/Message";
@@ -35,6 +38,19 @@ export interface Message {
   encoding: MessageEncodingValue;
   segmentCount: number;
   createTime: Date;
+  statusUpdateUrl: string;
+  replyUrl: string;
+  validityPeriodSeconds: number;
+  smartEncoding: boolean;
+  errorCode: string;
+  errorMessage: string;
+  price: Price | undefined;
+  createIdentity: string;
+  sendTime: Date | undefined;
+  deliverTime: Date | undefined;
+  labels: Record<string, string>;
+  classification: MessageClassificationValue | undefined;
+  unsubscribeContentBehavior: UnsubscribeContentBehaviorValue | undefined;
 }
 
 export interface MessageListParams {
@@ -58,6 +74,22 @@ export function toMessage(row: MessageRow): Message {
     encoding: row.encoding,
     segmentCount: row.segmentCount,
     createTime: row.createTime,
+    statusUpdateUrl: row.statusUpdateUrl,
+    replyUrl: row.replyUrl,
+    validityPeriodSeconds: row.validityPeriodSeconds,
+    smartEncoding: row.smartEncoding,
+    errorCode: row.errorCode,
+    errorMessage: row.errorMessage,
+    price:
+      row.priceCurrency === null
+        ? undefined
+        : { currency: row.priceCurrency, units: row.priceUnits ?? 0, nanos: row.priceNanos ?? 0 },
+    createIdentity: row.createIdentity,
+    sendTime: row.sendTime ?? undefined,
+    deliverTime: row.deliverTime ?? undefined,
+    labels: row.labels,
+    classification: row.classification ?? undefined,
+    unsubscribeContentBehavior: row.unsubscribeContentBehavior ?? undefined,
   };
 }
 
@@ -71,12 +103,13 @@ export class MessagesDomain {
   }
 
   async list(projectId: string, params: MessageListParams): Promise<PageResult<Message>> {
-    if (params.filter !== "") throw badField("filter", "filters are not supported yet", "filter.unsupported");
+    const filter = compileMessageFilter(params.filter);
     const query = {
       method: "ListMessages",
       parent: projectName(projectId),
       startTime: params.startTime?.getTime() ?? "",
       endTime: params.endTime?.getTime() ?? "",
+      filter: params.filter.trim(),
     };
     const { startTime, endTime } = params;
     const result = await readPage({ ...params, query }, (after, limit) =>
@@ -84,6 +117,7 @@ export class MessagesDomain {
         and(
           startTime === undefined ? undefined : gte(t.createTime, startTime),
           endTime === undefined ? undefined : lt(t.createTime, endTime),
+          filter,
         ),
       ),
     );

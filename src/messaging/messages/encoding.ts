@@ -32,6 +32,11 @@ const GSM7_BASIC = new Set(
 /** The extension table: each takes an escape septet too. */
 const GSM7_EXTENSION = new Set("\f^{}\\[~]|€");
 
+/** Whether `ch` (one code point) can be sent in GSM-7 (default alphabet or extension table). */
+export function isGsm7Char(ch: string): boolean {
+  return GSM7_BASIC.has(ch) || GSM7_EXTENSION.has(ch);
+}
+
 const LIMITS: Record<MessageEncoding, { single: number; multi: number }> = {
   GSM7: { single: 160, multi: 153 },
   UCS2: { single: 70, multi: 67 },

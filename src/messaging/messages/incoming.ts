@@ -23,6 +23,10 @@
  *   (falling through to the next URI is the delivery worker's job). The
  *   webhook is queued for opt-outs too: the application still sees the
  *   message.
+ * - A reply: when the project's latest outgoing message from `to` to
+ *   `from` has a `reply_url`, the INCOMING_MESSAGE webhook goes to that URL
+ *   instead of the instance's handlers (so a conversation an application
+ *   started comes back to it).
  * - After the commit the delivery worker is kicked, so the webhook leaves at
  *   once rather than at the next poll.
  */
@@ -40,8 +44,8 @@ import { parseE164 } from "../unsubscribers/domain.js";
 import { UnsubscribersRepository } from "../unsubscribers/repository.js";
 import { type Message, toMessage } from "./domain.js";
 import { encodingOf } from "./encoding.js";
+import { messageToProto } from "./proto.js";
 import { MessagesRepository } from "./repository.js";
-import { messageToProto } from "./service.js";
 
 /** The longest body accepted, in characters (ten concatenated GSM-7 segments and then some). */
 export const MAX_BODY_CHARS = 1600;
@@ -131,7 +135,15 @@ export class IncomingMessages {
 
     const now = this.deps.clock.now();
     const { encoding, segmentCount } = encodingOf(input.body);
-    const uris = instance.incomingMessageHandlerUris;
+    const replyTo = await new MessagesRepository(this.deps.db).latestOutgoing(
+      instance.projectId,
+      input.to,
+      input.from,
+    );
+    const uris =
+      replyTo !== undefined && replyTo.replyUrl !== ""
+        ? [replyTo.replyUrl]
+        : instance.incomingMessageHandlerUris;
     const message = await this.deps.db.transaction(async (tx) => {
       const row = await new MessagesRepository(tx).insert({
         id: newResourceId(),

@@ -1,40 +1,63 @@
 /**
- * The Messages service: reading recorded messages. Rules live in domain.ts;
- * CreateMessage (sending) is not built yet and answers UNIMPLEMENTED.
+ * The Messages service: proto <-> domain. Rules live in domain.ts (reading)
+ * and outgoing.ts (sending).
  */
-import { create } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
-  Message_Direction,
-  Message_MessageEncoding,
-  Message_Status,
-  type Message as MessageProto,
-  MessageSchema,
+  Message_MessageClassification,
+  Message_UnsubscribeContentBehavior,
   type Messages,
 } from "../../../gen/enfonica/messaging/v1/messages_pb.js";
-import { unimplemented } from "../../api/errors.js";
 import { parseParent, parseResourceName } from "../../api/names.js";
-import { COLLECTION, type Message, type MessagesDomain } from "./domain.js";
+import { principalKey } from "../../auth/interceptor.js";
+import { COLLECTION, type MessagesDomain } from "./domain.js";
+import type { OutgoingMessages } from "./outgoing.js";
+import { messageToProto } from "./proto.js";
 
-export function messageToProto(message: Message): MessageProto {
-  return create(MessageSchema, {
-    name: message.name,
-    to: message.to,
-    from: message.from,
-    body: message.body,
-    direction: Message_Direction[message.direction],
-    status: Message_Status[message.status],
-    encoding: Message_MessageEncoding[message.encoding],
-    segmentCount: message.segmentCount,
-    createTime: timestampFromDate(message.createTime),
-  });
+export { messageToProto } from "./proto.js";
+
+/** An enum value's name; undefined for UNSPECIFIED; an unknown number as its digits (so validation names it). */
+function enumName(names: Record<number, string>, value: number): string | undefined {
+  if (value === 0) return undefined;
+  return names[value] ?? String(value);
 }
 
-export function messagesService(domain: MessagesDomain): ServiceImpl<typeof Messages> {
+export function messagesService(
+  domain: MessagesDomain,
+  outgoing: OutgoingMessages,
+): ServiceImpl<typeof Messages> {
   return {
-    async createMessage() {
-      throw unimplemented("enfonica.messaging.v1.Messages.CreateMessage");
+    async createMessage(req, ctx) {
+      const m = req.message!;
+      const principal = ctx.values.get(principalKey);
+      const identity =
+        principal === undefined
+          ? ""
+          : principal.kind === "operator"
+            ? "operator"
+            : `apiKeys/${principal.keyId}`;
+      return messageToProto(
+        await outgoing.create(
+          parseParent(req.parent),
+          {
+            to: m.to,
+            from: m.from,
+            body: m.body,
+            statusUpdateUrl: m.statusUpdateUrl,
+            replyUrl: m.replyUrl,
+            validityPeriodSeconds: m.validityPeriodSeconds,
+            smartEncoding: m.smartEncoding,
+            labels: m.labels,
+            classification: enumName(Message_MessageClassification, m.classification),
+            unsubscribeContentBehavior: enumName(
+              Message_UnsubscribeContentBehavior,
+              m.unsubscribeContentBehavior,
+            ),
+          },
+          identity,
+        ),
+      );
     },
 
     async getMessage(req) {

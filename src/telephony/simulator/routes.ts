@@ -20,6 +20,13 @@ import { type PageResult, readPage } from "../../api/pagination.js";
 import type { Clock } from "../../clock.js";
 import { isUniqueViolation } from "../../db/client.js";
 import type { SimulatorRouteRow } from "../../db/schema/simulator.js";
+import {
+  DEFAULT_MESSAGE_BEHAVIOUR,
+  type MessageBehaviour,
+  type MessageBehaviourInput,
+  type MessageOutcome,
+  validateMessageBehaviour,
+} from "./message-outcomes.js";
 import type { SimulatorRoutesRepository } from "./repository.js";
 
 export const SIMULATOR_ROUTE_TYPE = "admin.switchboard/SimulatorRoute";
@@ -30,8 +37,8 @@ export type Outcome = (typeof OUTCOMES)[number];
 export const AUDIO_KINDS = ["SPEECH", "SILENCE"] as const;
 export type Audio = (typeof AUDIO_KINDS)[number];
 
-/** A route as the simulator uses it. */
-export interface Route {
+/** A route as the simulator uses it (calls, and messages: message-outcomes.ts). */
+export interface Route extends MessageBehaviour {
   /** Empty for the built-in default. */
   id: string;
   prefix: string;
@@ -73,11 +80,12 @@ export const DEFAULT_ROUTE: Readonly<Route> = Object.freeze({
   words: "",
   errorCode: "",
   errorMessage: "",
+  ...DEFAULT_MESSAGE_BEHAVIOUR,
   createTime: new Date(0),
 });
 
 /** What a create request says; undefined or empty means "the default". */
-export interface RouteInput {
+export interface RouteInput extends MessageBehaviourInput {
   prefix: string;
   outcome: Outcome | undefined;
   ringSeconds: number | undefined;
@@ -157,6 +165,7 @@ export function validateRoute(input: RouteInput, field = "route"): Omit<Route, "
       });
     }
   }
+  const messages = validateMessageBehaviour(input, at, violations);
   if (violations.length > 0) throw invalidArgument(violations);
   const defaults = outcome === "ANSWER" ? { code: "", message: "" } : DEFAULT_ERRORS[outcome];
   return {
@@ -169,6 +178,7 @@ export function validateRoute(input: RouteInput, field = "route"): Omit<Route, "
     words,
     errorCode: input.errorCode || defaults.code,
     errorMessage: input.errorMessage || defaults.message,
+    ...messages,
   };
 }
 
@@ -199,6 +209,10 @@ export function routeFromRow(row: SimulatorRouteRow): Route {
     words: row.words,
     errorCode: row.errorCode,
     errorMessage: row.errorMessage,
+    messageOutcome: row.messageOutcome as MessageOutcome,
+    messageDeliverSeconds: row.messageDeliverSeconds,
+    messageErrorCode: row.messageErrorCode,
+    messageErrorMessage: row.messageErrorMessage,
     createTime: row.createTime,
   };
 }

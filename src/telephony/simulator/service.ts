@@ -12,6 +12,7 @@ import {
   type SimulatorAdmin,
   type SimulatorRoute,
   SimulatorRoute_Audio,
+  SimulatorRoute_MessageOutcome,
   SimulatorRoute_Outcome,
   SimulatorRouteSchema,
 } from "../../../gen/switchboard/admin/v1/simulator_pb.js";
@@ -20,6 +21,7 @@ import type { IncomingMessages } from "../../messaging/messages/incoming.js";
 import { messageToProto } from "../../messaging/messages/service.js";
 import { callName } from "../../voice/calls/domain.js";
 import type { IncomingCalls } from "../../voice/calls/incoming.js";
+import type { MessageOutcome } from "./message-outcomes.js";
 import { type Audio, type Outcome, ROUTE_COLLECTION, type Route, type SimulatorRoutes } from "./routes.js";
 
 export function routeToProto(route: Route): SimulatorRoute {
@@ -34,6 +36,10 @@ export function routeToProto(route: Route): SimulatorRoute {
     words: route.words,
     errorCode: route.errorCode,
     errorMessage: route.errorMessage,
+    messageOutcome: SimulatorRoute_MessageOutcome[`MESSAGE_${route.messageOutcome}`],
+    messageDeliverSeconds: route.messageDeliverSeconds,
+    messageErrorCode: route.messageErrorCode,
+    messageErrorMessage: route.messageErrorMessage,
     createTime: timestampFromDate(route.createTime),
   });
 }
@@ -68,6 +74,13 @@ export function simulatorAdminService(
         words: r.words,
         errorCode: r.errorCode,
         errorMessage: r.errorMessage,
+        messageOutcome: enumName<string>(SimulatorRoute_MessageOutcome, r.messageOutcome)?.replace(
+          /^MESSAGE_/,
+          "",
+        ) as MessageOutcome | undefined,
+        messageDeliverSeconds: r.messageDeliverSeconds,
+        messageErrorCode: r.messageErrorCode,
+        messageErrorMessage: r.messageErrorMessage,
       });
       return routeToProto(route);
     },

@@ -27,10 +27,24 @@ export const DEFAULT_CALL_RATES_CURRENCY = "AUD";
 
 const ENTRY = /^(\+[0-9]{0,15})=([0-9]{1,12})(?:\.([0-9]{1,9}))?$/;
 
-export function parseCallRates(spec: string, currency: string): CallRates {
+/** The names a rate table's errors use (MESSAGE_RATES reuses this parser). */
+export interface RateTableNames {
+  rates: string;
+  currency: string;
+  /** What an amount is per: `minute`, `segment`. */
+  per: string;
+}
+
+const CALL_NAMES: RateTableNames = { rates: "CALL_RATES", currency: "CALL_RATES_CURRENCY", per: "minute" };
+
+export function parseCallRates(
+  spec: string,
+  currency: string,
+  names: RateTableNames = CALL_NAMES,
+): CallRates {
   if (!/^[A-Z]{3}$/.test(currency)) {
     throw new CallRatesError(
-      `CALL_RATES_CURRENCY must be an ISO 4217 code such as AUD, got ${JSON.stringify(currency)}`,
+      `${names.currency} must be an ISO 4217 code such as AUD, got ${JSON.stringify(currency)}`,
     );
   }
   const entries: CallRates["entries"] = [];
@@ -41,11 +55,11 @@ export function parseCallRates(spec: string, currency: string): CallRates {
     const m = ENTRY.exec(item);
     if (m === null) {
       throw new CallRatesError(
-        `CALL_RATES entry ${JSON.stringify(item)} must be <+prefix>=<amount per minute>, e.g. +61=0.05`,
+        `${names.rates} entry ${JSON.stringify(item)} must be <+prefix>=<amount per ${names.per}>, e.g. +61=0.05`,
       );
     }
     const prefix = m[1]!;
-    if (seen.has(prefix)) throw new CallRatesError(`CALL_RATES names ${prefix} twice`);
+    if (seen.has(prefix)) throw new CallRatesError(`${names.rates} names ${prefix} twice`);
     seen.add(prefix);
     const nanos = BigInt(m[2]!) * 1_000_000_000n + BigInt((m[3] ?? "").padEnd(9, "0") || "0");
     entries.push({ prefix, nanosPerMinute: nanos });

@@ -24,7 +24,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/simulator.proto.
  */
 export const file_switchboard_admin_v1_simulator: GenFile = /*@__PURE__*/
-  fileDesc("CiRzd2l0Y2hib2FyZC9hZG1pbi92MS9zaW11bGF0b3IucHJvdG8SFHN3aXRjaGJvYXJkLmFkbWluLnYxIvQFCg5TaW11bGF0b3JSb3V0ZRIRCgRuYW1lGAEgASgJQgPgQQMSKQoGcHJlZml4GAIgASgJQhm6SBZyFDISXihcK1swLTldezAsMTV9KT8kEkcKB291dGNvbWUYAyABKA4yLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5PdXRjb21lQgi6SAWCAQIQARIlCgxyaW5nX3NlY29uZHMYBCABKAVCCrpIBxoFGNgEKABIAIgBARImCgx0YWxrX3NlY29uZHMYBSABKAVCC7pICBoGGICjBSgASAGIAQESQwoFYXVkaW8YBiABKA4yKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5BdWRpb0IIukgFggECEAESJgoGZGlnaXRzGAcgASgJQha6SBNyETIPXlswLTkqI117MCw2NH0kEjQKCmVycm9yX2NvZGUYCCABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEh8KDWVycm9yX21lc3NhZ2UYCSABKAlCCLpIBXIDGPQDEjQKC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEhcKBXdvcmRzGAsgASgJQgi6SAVyAxjoByJdCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIKCgZBTlNXRVIQARIICgRCVVNZEAISCgoGUkVKRUNUEAMSDQoJTk9fQU5TV0VSEAQSCAoERkFJTBAFIjcKBUF1ZGlvEhUKEUFVRElPX1VOU1BFQ0lGSUVEEAASCgoGU1BFRUNIEAESCwoHU0lMRU5DRRACOj/qQTwKIGFkbWluLnN3aXRjaGJvYXJkL1NpbXVsYXRvclJvdXRlEhhzaW11bGF0b3Ivcm91dGVzL3tyb3V0ZX1CDwoNX3Jpbmdfc2Vjb25kc0IPCg1fdGFsa19zZWNvbmRzIlQKEkNyZWF0ZVJvdXRlUmVxdWVzdBI+CgVyb3V0ZRgBIAEoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlQgngQQK6SAPIAQEiawoPR2V0Um91dGVSZXF1ZXN0ElgKBG5hbWUYASABKAlCSuBBAvpBIgogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGW6SB/IAQFyGjIYXnNpbXVsYXRvci9yb3V0ZXMvW14vXSskIkMKEUxpc3RSb3V0ZXNSZXF1ZXN0EhoKCXBhZ2Vfc2l6ZRgBIAEoBUIHukgEGgIoABISCgpwYWdlX3Rva2VuGAIgASgJImMKEkxpc3RSb3V0ZXNSZXNwb25zZRI0CgZyb3V0ZXMYASADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkibgoSRGVsZXRlUm91dGVSZXF1ZXN0ElgKBG5hbWUYASABKAlCSuBBAvpBIgogYWRtaW4uc3dpdGNoYm9hcmQvU2ltdWxhdG9yUm91dGW6SB/IAQFyGjIYXnNpbXVsYXRvci9yb3V0ZXMvW14vXSskIlAKHEluamVjdEluY29taW5nTWVzc2FnZVJlcXVlc3QSDwoCdG8YASABKAlCA+BBAhIRCgRmcm9tGAIgASgJQgPgQQISDAoEYm9keRgDIAEoCSKDAQoZSW5qZWN0SW5jb21pbmdDYWxsUmVxdWVzdBIPCgJ0bxgBIAEoCUID4EECEgwKBGZyb20YAiABKAkSEgoKaXNfcHJpdmF0ZRgDIAEoCBISCgpzaXBfZG9tYWluGAQgASgJEhEKCXNvdXJjZV9pcBgFIAEoCRIMCgR1c2VyGAYgASgJIioKGkluamVjdEluY29taW5nQ2FsbFJlc3BvbnNlEgwKBGNhbGwYASABKAkynQcKDlNpbXVsYXRvckFkbWluEpABCgtDcmVhdGVSb3V0ZRIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZVJvdXRlUmVxdWVzdBokLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlIjHaQQVyb3V0ZYLT5JMCIzoFcm91dGUiGi9hZG1pbi92MS9zaW11bGF0b3Ivcm91dGVzEosBCghHZXRSb3V0ZRIlLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldFJvdXRlUmVxdWVzdBokLnN3aXRjaGJvYXJkLmFkbWluLnYxLlNpbXVsYXRvclJvdXRlIjLaQQRuYW1lgtPkkwIlEiMvYWRtaW4vdjEve25hbWU9c2ltdWxhdG9yL3JvdXRlcy8qfRKDAQoKTGlzdFJvdXRlcxInLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RSb3V0ZXNSZXF1ZXN0Giguc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFJvdXRlc1Jlc3BvbnNlIiKC0+STAhwSGi9hZG1pbi92MS9zaW11bGF0b3Ivcm91dGVzEoMBCgtEZWxldGVSb3V0ZRIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkRlbGV0ZVJvdXRlUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSIy2kEEbmFtZYLT5JMCJSojL2FkbWluL3YxL3tuYW1lPXNpbXVsYXRvci9yb3V0ZXMvKn0SqwEKFUluamVjdEluY29taW5nTWVzc2FnZRIyLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluY29taW5nTWVzc2FnZVJlcXVlc3QaHi5lbmZvbmljYS5tZXNzYWdpbmcudjEuTWVzc2FnZSI+2kEMdG8sZnJvbSxib2R5gtPkkwIpOgEqIiQvYWRtaW4vdjEvc2ltdWxhdG9yL2luY29taW5nTWVzc2FnZXMSrwEKEkluamVjdEluY29taW5nQ2FsbBIvLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluY29taW5nQ2FsbFJlcXVlc3QaMC5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmNvbWluZ0NhbGxSZXNwb25zZSI22kEHdG8sZnJvbYLT5JMCJjoBKiIhL2FkbWluL3YxL3NpbXVsYXRvci9pbmNvbWluZ0NhbGxzQkNaQWdpdGh1Yi5jb20vc3dpdGNoYm9hcmQvc3dpdGNoYm9hcmQvZ2VuL3N3aXRjaGJvYXJkL2FkbWluL3YxO2FkbWluYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_empty, file_google_protobuf_timestamp, file_enfonica_messaging_v1_messages]);
+  fileDesc("CiRzd2l0Y2hib2FyZC9hZG1pbi92MS9zaW11bGF0b3IucHJvdG8SFHN3aXRjaGJvYXJkLmFkbWluLnYxIvUICg5TaW11bGF0b3JSb3V0ZRIRCgRuYW1lGAEgASgJQgPgQQMSKQoGcHJlZml4GAIgASgJQhm6SBZyFDISXihcK1swLTldezAsMTV9KT8kEkcKB291dGNvbWUYAyABKA4yLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5PdXRjb21lQgi6SAWCAQIQARIlCgxyaW5nX3NlY29uZHMYBCABKAVCCrpIBxoFGNgEKABIAIgBARImCgx0YWxrX3NlY29uZHMYBSABKAVCC7pICBoGGICjBSgASAGIAQESQwoFYXVkaW8YBiABKA4yKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5BdWRpb0IIukgFggECEAESJgoGZGlnaXRzGAcgASgJQha6SBNyETIPXlswLTkqI117MCw2NH0kEjQKCmVycm9yX2NvZGUYCCABKAlCILpIHXIbMhleKFtBLVphLXowLTlfLi1dezEsNjR9KT8kEh8KDWVycm9yX21lc3NhZ2UYCSABKAlCCLpIBXIDGPQDEjQKC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEhcKBXdvcmRzGAsgASgJQgi6SAVyAxjoBxJWCg9tZXNzYWdlX291dGNvbWUYFCABKA4yMy5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZS5NZXNzYWdlT3V0Y29tZUIIukgFggECEAESMQoXbWVzc2FnZV9kZWxpdmVyX3NlY29uZHMYFSABKAVCC7pICBoGGICjBSgASAKIAQESPAoSbWVzc2FnZV9lcnJvcl9jb2RlGBYgASgJQiC6SB1yGzIZXihbQS1aYS16MC05Xy4tXXsxLDY0fSk/JBInChVtZXNzYWdlX2Vycm9yX21lc3NhZ2UYFyABKAlCCLpIBXIDGPQDIl0KB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEgoKBkFOU1dFUhABEggKBEJVU1kQAhIKCgZSRUpFQ1QQAxINCglOT19BTlNXRVIQBBIICgRGQUlMEAUiNwoFQXVkaW8SFQoRQVVESU9fVU5TUEVDSUZJRUQQABIKCgZTUEVFQ0gQARILCgdTSUxFTkNFEAIicQoOTWVzc2FnZU91dGNvbWUSHwobTUVTU0FHRV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASEwoPTUVTU0FHRV9ERUxJVkVSEAESEAoMTUVTU0FHRV9GQUlMEAISFwoTTUVTU0FHRV9VTkRFTElWRVJFRBADOj/qQTwKIGFkbWluLnN3aXRjaGJvYXJkL1NpbXVsYXRvclJvdXRlEhhzaW11bGF0b3Ivcm91dGVzL3tyb3V0ZX1CDwoNX3Jpbmdfc2Vjb25kc0IPCg1fdGFsa19zZWNvbmRzQhoKGF9tZXNzYWdlX2RlbGl2ZXJfc2Vjb25kcyJUChJDcmVhdGVSb3V0ZVJlcXVlc3QSPgoFcm91dGUYASABKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZUIJ4EECukgDyAEBImsKD0dldFJvdXRlUmVxdWVzdBJYCgRuYW1lGAEgASgJQkrgQQL6QSIKIGFkbWluLnN3aXRjaGJvYXJkL1NpbXVsYXRvclJvdXRlukgfyAEBchoyGF5zaW11bGF0b3Ivcm91dGVzL1teL10rJCJDChFMaXN0Um91dGVzUmVxdWVzdBIaCglwYWdlX3NpemUYASABKAVCB7pIBBoCKAASEgoKcGFnZV90b2tlbhgCIAEoCSJjChJMaXN0Um91dGVzUmVzcG9uc2USNAoGcm91dGVzGAEgAygLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuU2ltdWxhdG9yUm91dGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIm4KEkRlbGV0ZVJvdXRlUmVxdWVzdBJYCgRuYW1lGAEgASgJQkrgQQL6QSIKIGFkbWluLnN3aXRjaGJvYXJkL1NpbXVsYXRvclJvdXRlukgfyAEBchoyGF5zaW11bGF0b3Ivcm91dGVzL1teL10rJCJQChxJbmplY3RJbmNvbWluZ01lc3NhZ2VSZXF1ZXN0Eg8KAnRvGAEgASgJQgPgQQISEQoEZnJvbRgCIAEoCUID4EECEgwKBGJvZHkYAyABKAkigwEKGUluamVjdEluY29taW5nQ2FsbFJlcXVlc3QSDwoCdG8YASABKAlCA+BBAhIMCgRmcm9tGAIgASgJEhIKCmlzX3ByaXZhdGUYAyABKAgSEgoKc2lwX2RvbWFpbhgEIAEoCRIRCglzb3VyY2VfaXAYBSABKAkSDAoEdXNlchgGIAEoCSIqChpJbmplY3RJbmNvbWluZ0NhbGxSZXNwb25zZRIMCgRjYWxsGAEgASgJMp0HCg5TaW11bGF0b3JBZG1pbhKQAQoLQ3JlYXRlUm91dGUSKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVSb3V0ZVJlcXVlc3QaJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZSIx2kEFcm91dGWC0+STAiM6BXJvdXRlIhovYWRtaW4vdjEvc2ltdWxhdG9yL3JvdXRlcxKLAQoIR2V0Um91dGUSJS5zd2l0Y2hib2FyZC5hZG1pbi52MS5HZXRSb3V0ZVJlcXVlc3QaJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5TaW11bGF0b3JSb3V0ZSIy2kEEbmFtZYLT5JMCJRIjL2FkbWluL3YxL3tuYW1lPXNpbXVsYXRvci9yb3V0ZXMvKn0SgwEKCkxpc3RSb3V0ZXMSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0Um91dGVzUmVxdWVzdBooLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RSb3V0ZXNSZXNwb25zZSIigtPkkwIcEhovYWRtaW4vdjEvc2ltdWxhdG9yL3JvdXRlcxKDAQoLRGVsZXRlUm91dGUSKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5EZWxldGVSb3V0ZVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiMtpBBG5hbWWC0+STAiUqIy9hZG1pbi92MS97bmFtZT1zaW11bGF0b3Ivcm91dGVzLyp9EqsBChVJbmplY3RJbmNvbWluZ01lc3NhZ2USMi5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmNvbWluZ01lc3NhZ2VSZXF1ZXN0Gh4uZW5mb25pY2EubWVzc2FnaW5nLnYxLk1lc3NhZ2UiPtpBDHRvLGZyb20sYm9keYLT5JMCKToBKiIkL2FkbWluL3YxL3NpbXVsYXRvci9pbmNvbWluZ01lc3NhZ2VzEq8BChJJbmplY3RJbmNvbWluZ0NhbGwSLy5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmNvbWluZ0NhbGxSZXF1ZXN0GjAuc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5jb21pbmdDYWxsUmVzcG9uc2UiNtpBB3RvLGZyb22C0+STAiY6ASoiIS9hZG1pbi92MS9zaW11bGF0b3IvaW5jb21pbmdDYWxsc0JDWkFnaXRodWIuY29tL3N3aXRjaGJvYXJkL3N3aXRjaGJvYXJkL2dlbi9zd2l0Y2hib2FyZC9hZG1pbi92MTthZG1pbmIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_empty, file_google_protobuf_timestamp, file_enfonica_messaging_v1_messages]);
 
 /**
  * What the simulated network does with calls to the numbers starting with
@@ -124,6 +124,39 @@ export type SimulatorRoute = Message<"switchboard.admin.v1.SimulatorRoute"> & {
    * @generated from field: string words = 11;
    */
   words: string;
+
+  /**
+   * Optional. What happens to messages; MESSAGE_DELIVER when not given.
+   *
+   * @generated from field: switchboard.admin.v1.SimulatorRoute.MessageOutcome message_outcome = 20;
+   */
+  messageOutcome: SimulatorRoute_MessageOutcome;
+
+  /**
+   * Optional. Seconds from SENT to DELIVERED (or UNDELIVERED): 0 to 86400;
+   * 1 when not given.
+   *
+   * @generated from field: optional int32 message_deliver_seconds = 21;
+   */
+  messageDeliverSeconds?: number | undefined;
+
+  /**
+   * Optional. The message's `error_code` for FAIL and UNDELIVERED (not
+   * with MESSAGE_DELIVER): letters, digits, `_`, `.`, `-`, at most 64.
+   * Defaults: MESSAGE_FAIL `CARRIER_REJECTED`, MESSAGE_UNDELIVERED
+   * `UNREACHABLE`.
+   *
+   * @generated from field: string message_error_code = 22;
+   */
+  messageErrorCode: string;
+
+  /**
+   * Optional. The message's `error_message` (not with MESSAGE_DELIVER), at most 500
+   * characters; a default per outcome when not given.
+   *
+   * @generated from field: string message_error_message = 23;
+   */
+  messageErrorMessage: string;
 };
 
 /**
@@ -222,6 +255,53 @@ export enum SimulatorRoute_Audio {
  */
 export const SimulatorRoute_AudioSchema: GenEnum<SimulatorRoute_Audio> = /*@__PURE__*/
   enumDesc(file_switchboard_admin_v1_simulator, 0, 1);
+
+/**
+ * What happens to an outgoing message (Messages.CreateMessage) to the
+ * numbers of the route. Every message is QUEUED, then SENDING; then:
+ *
+ * @generated from enum switchboard.admin.v1.SimulatorRoute.MessageOutcome
+ */
+export enum SimulatorRoute_MessageOutcome {
+  /**
+   * Not given: MESSAGE_DELIVER.
+   *
+   * @generated from enum value: MESSAGE_OUTCOME_UNSPECIFIED = 0;
+   */
+  MESSAGE_OUTCOME_UNSPECIFIED = 0,
+
+  /**
+   * The network accepts it (SENT) and the handset gets it
+   * `message_deliver_seconds` later (DELIVERED), unless the message's
+   * `validity_period_seconds` runs out first (UNDELIVERED,
+   * `VALIDITY_PERIOD_EXPIRED`).
+   *
+   * @generated from enum value: MESSAGE_DELIVER = 1;
+   */
+  MESSAGE_DELIVER = 1,
+
+  /**
+   * The network refuses it at once: FAILED with `message_error_code`.
+   *
+   * @generated from enum value: MESSAGE_FAIL = 2;
+   */
+  MESSAGE_FAIL = 2,
+
+  /**
+   * The network accepts it (SENT) but cannot reach the handset:
+   * UNDELIVERED with `message_error_code` after
+   * `message_deliver_seconds`.
+   *
+   * @generated from enum value: MESSAGE_UNDELIVERED = 3;
+   */
+  MESSAGE_UNDELIVERED = 3,
+}
+
+/**
+ * Describes the enum switchboard.admin.v1.SimulatorRoute.MessageOutcome.
+ */
+export const SimulatorRoute_MessageOutcomeSchema: GenEnum<SimulatorRoute_MessageOutcome> = /*@__PURE__*/
+  enumDesc(file_switchboard_admin_v1_simulator, 0, 2);
 
 /**
  * Request for `CreateRoute`.
@@ -468,7 +548,9 @@ export const InjectIncomingCallResponseSchema: GenMessage<InjectIncomingCallResp
  * applies: the number rings 2 seconds, answers, the remote party speaks and
  * hangs up after 30 seconds (`outcome` ANSWER, `ring_seconds` 2,
  * `talk_seconds` 30, `audio` SPEECH, no digits). A route with the empty
- * prefix replaces that default.
+ * prefix replaces that default. Outgoing messages take the same route: by
+ * default they are delivered one second after they are sent
+ * (`message_outcome` MESSAGE_DELIVER, `message_deliver_seconds` 1).
  *
  * @generated from service switchboard.admin.v1.SimulatorAdmin
  */
@@ -521,7 +603,9 @@ export const SimulatorAdmin: GenService<{
    * receives it: the message is recorded in its project (direction INCOMING,
    * status RECEIVED) and an INCOMING_MESSAGE webhook carrying the `Message`
    * is queued to the instance's `incoming_message_handler_uris` (tried in
-   * order; none configured: no webhook). A body that is an opt-out keyword
+   * order; none configured: no webhook) — or, for a reply to a message the
+   * project sent (the project's latest message from `to` to `from`), to
+   * that message's `reply_url` when it has one. A body that is an opt-out keyword
    * (STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT; case and surrounding
    * whitespace ignored) also makes `from` an unsubscriber of the project
    * with method MESSAGE, unless it already is one (then it is left as is).

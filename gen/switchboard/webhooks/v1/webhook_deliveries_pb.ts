@@ -53,8 +53,8 @@ export type ListWebhookDeliveriesRequest = Message<"switchboard.webhooks.v1.List
 
   /**
    * Optional. AIP-160 subset: `event` (CALL, CALL_STATE_UPDATE,
-   * RECORDING_READY, INCOMING_MESSAGE), `state` (PENDING, DELIVERED,
-   * FAILED), `host` (a destination's host), `call` (a call's name) with `=`
+   * RECORDING_READY, INCOMING_MESSAGE, MESSAGE_STATUS_UPDATE), `state`
+   * (PENDING, DELIVERED, FAILED), `host` (a destination's host), `call` (a call's name) with `=`
    * and `!=`; `create_time` with `=`, `!=`, `<`, `<=`, `>`, `>=` an RFC 3339
    * timestamp; AND, OR, NOT and parentheses.
    *
