@@ -15,6 +15,12 @@ import { hardeningInterceptors } from "./api/hardening.js";
 import { withReplay } from "./api/idempotency/interceptor.js";
 import { createInterceptors } from "./api/interceptors.js";
 import type { MonotonicClock } from "./api/rate-limit/token-bucket.js";
+import {
+  CachingCredentialStore,
+  type CredentialCacheOptions,
+  credentialChangesOf,
+} from "./auth/credential-cache.js";
+import { type CredentialListener, listenForCredentialChanges } from "./auth/credential-listener.js";
 import { Authenticator, type Policies } from "./auth/interceptor.js";
 import { firstStartHint, type OperatorToken, resolveOperatorToken } from "./auth/operator-token.js";
 import { METHOD_POLICIES } from "./auth/permissions.js";
@@ -57,6 +63,8 @@ export interface App {
   engine: CallEngine;
   /** The webhook delivery worker; running unless ROLE=api. */
   webhooks: WebhookWorker | undefined;
+  /** The credential cache of authentication, and whether changes through other replicas reach it now. */
+  credentials: { cache: CachingCredentialStore; live(): boolean };
   /** The request handler of the one port: Connect, gRPC, gRPC-Web, REST, health. */
   handler: NodeHandlerFn;
   /** Starts listening; resolves with the bound address. */
@@ -90,6 +98,8 @@ export interface BuildOptions {
   scheduler?: Scheduler;
   /** Time of the rate limits' token buckets; by default performance.now() (tests inject one). */
   rateLimitClock?: MonotonicClock;
+  /** The credential cache's lifetime and size (tests); `live` is always the change listener's. */
+  credentialCache?: Omit<CredentialCacheOptions, "live">;
 }
 
 export async function build(options: BuildOptions = {}): Promise<App> {
@@ -160,10 +170,16 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const services =
     options.services ?? buildServices({ config, clock, log, db: database, kickWebhooks, engine, recordings });
   const operatorToken = resolveOperatorToken(config);
-  const authenticator = new Authenticator({
-    operatorToken: operatorToken.token,
-    store: new DbCredentialStore(database),
+  // Credentials are cached briefly; a change through any replica reaches every cache at once.
+  let credentialListener: CredentialListener | undefined;
+  const credentialsLive = () => credentialListener === undefined || credentialListener.live();
+  const credentials = new CachingCredentialStore(new DbCredentialStore(database), {
+    ...options.credentialCache,
+    live: credentialsLive,
   });
+  const stopCredentialChanges = credentialChangesOf(database).subscribe((id) => credentials.invalidate(id));
+  credentialListener = listenForCredentialChanges(database, (id) => credentials.invalidate(id), log);
+  const authenticator = new Authenticator({ operatorToken: operatorToken.token, store: credentials });
 
   const policies = { ...METHOD_POLICIES, ...options.extraPolicies };
   const interceptors: Interceptor[] = createInterceptors(log, authenticator, policies, {
@@ -247,6 +263,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     services,
     engine,
     webhooks,
+    credentials: { cache: credentials, live: credentialsLive },
     handler,
     async listen(port = config.port, host = config.host) {
       if (server) throw new Error("already listening");
@@ -272,6 +289,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         removeGauges();
         await engine.stop();
         await webhooks?.stop();
+        stopCredentialChanges();
+        await credentialListener?.close();
         await owned?.close();
         owned = undefined;
         await stopTracing?.();
