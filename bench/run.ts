@@ -33,7 +33,8 @@
  * Knobs (env): BENCH_TARGETS ("ceiling,postgres,pglite"), BENCH_REQUESTS
  * (5000 per scenario), BENCH_WARMUP (1000), BENCH_CONNECTIONS (16),
  * BENCH_STREAMS (32 per HTTP/2 connection), BENCH_ROWS ("1000,100000"),
- * BENCH_LATENCY_REQUESTS (1000), BENCH_H2LOAD (the binary), BENCH_CPU_PROF
+ * BENCH_LATENCY_REQUESTS (1000), BENCH_TRANSPORTS ("grpc,connect,rest,connect-h1,rest-h1"),
+ * BENCH_OPERATIONS ("create,get,list"), BENCH_H2LOAD (the binary), BENCH_CPU_PROF
  * (a directory: the server writes a V8 CPU profile there when it stops).
  */
 import { spawn } from "node:child_process";
@@ -103,6 +104,20 @@ const ROW_COUNTS = (process.env.BENCH_ROWS || "1000,100000")
 const DEEP_FRACTION = 0.9;
 /** Page size of the walk to the deep page. */
 const WALK_PAGE_SIZE = 100;
+
+/** BENCH_TRANSPORTS / BENCH_OPERATIONS: a subset of the load scenarios (default all). */
+function subset<T extends string>(name: string, all: readonly T[]): readonly T[] {
+  const raw = process.env[name];
+  if (!raw) return all;
+  const picked = raw.split(",").map((s) => s.trim());
+  for (const p of picked) {
+    if (!(all as readonly string[]).includes(p))
+      throw new Error(`${name}: unknown ${p} (one of ${all.join(", ")})`);
+  }
+  return all.filter((t) => picked.includes(t));
+}
+const BENCH_LOAD_TRANSPORTS = subset("BENCH_TRANSPORTS", LOAD_TRANSPORTS);
+const BENCH_OPERATIONS = subset("BENCH_OPERATIONS", OPERATIONS);
 
 export type TargetName = "ceiling" | "pglite" | "postgres";
 const TARGET_NAMES: readonly TargetName[] = ["ceiling", "postgres", "pglite"];
@@ -537,9 +552,9 @@ async function operationScenarios(backend: TargetName, running: Running): Promis
       driver.close();
     }
   }
-  for (const transport of LOAD_TRANSPORTS) {
+  for (const transport of BENCH_LOAD_TRANSPORTS) {
     const endpoint = transport.endsWith("-h1") ? running.endpoints.h1 : running.endpoints.h2;
-    for (const op of OPERATIONS) {
+    for (const op of BENCH_OPERATIONS) {
       const request = loadRequest(transport, op, endpoint, running.token, BENCH_PROJECT, getName);
       const row: Row = {
         scenario: op,
