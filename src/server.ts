@@ -2,6 +2,7 @@
  * build() assembles the application from configuration and injected
  * dependencies; listening happens only when this file is run as main.
  */
+import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
@@ -223,7 +224,11 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     },
   ];
   // Aborted on close(): long-running handlers (streams) see ctx.signal abort.
+  // connect-node links every request's signal to it (a listener per request
+  // in flight, removed when the request ends), so hundreds of listeners are
+  // normal under load, not a leak: no MaxListenersExceededWarning.
   const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal);
   const handler = withAccessLog(
     withCors(
       withEarlyAnswers(
