@@ -114,6 +114,24 @@ export function bearer(header: string | null): string | undefined {
   return m?.[1];
 }
 
+/** The permissions of a stored key by project, computed once per (cached) StoredKey object. */
+const grantsCache = new WeakMap<StoredKey, ReadonlyMap<string, ReadonlySet<string>>>();
+
+function grantsOf(stored: StoredKey): ReadonlyMap<string, ReadonlySet<string>> {
+  let grants = grantsCache.get(stored);
+  if (grants === undefined) {
+    const map = new Map<string, Set<string>>();
+    for (const b of stored.bindings) {
+      const set = map.get(b.projectId) ?? new Set<string>();
+      for (const p of expandBinding(b.roles, b.permissions)) set.add(p);
+      map.set(b.projectId, set);
+    }
+    grants = map;
+    grantsCache.set(stored, grants);
+  }
+  return grants;
+}
+
 export interface AuthOptions {
   operatorToken: string;
   store: CredentialStore;
@@ -141,13 +159,7 @@ export class Authenticator {
       throw unauthenticated("CREDENTIALS_INVALID", "invalid credentials");
     }
     if (stored.disabled) throw unauthenticated("API_KEY_DISABLED", "the API key is disabled");
-    const grants = new Map<string, Set<string>>();
-    for (const b of stored.bindings) {
-      const set = grants.get(b.projectId) ?? new Set<string>();
-      for (const p of expandBinding(b.roles, b.permissions)) set.add(p);
-      grants.set(b.projectId, set);
-    }
-    return { kind: "apiKey", keyId, grants };
+    return { kind: "apiKey", keyId, grants: grantsOf(stored) };
   }
 
   /**
