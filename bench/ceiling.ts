@@ -42,7 +42,9 @@ function rest(
   const body = req.method === "GET" && /\/regulatoryListings(\?|$)/.test(path) ? PAGE_JSON : LISTING_JSON;
   req.on("data", () => {});
   req.on("end", () => {
-    res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+    res.statusCode = 200;
+    res.setHeader("content-type", "application/json");
+    res.setHeader("content-length", body.length);
     res.end(body);
   });
 }
