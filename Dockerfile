@@ -8,7 +8,9 @@
 # The build stage runs what .ci/run runs before the tests: npm ci, then
 # npm run verify (gen/ is what buf generate makes, Biome, tsc, buf lint, and
 # npm run build).
-ARG NODE_IMAGE=node:22-bookworm-slim
+# Node 24 LTS, as package.json's engines (the image's node; the `node` devDependency that
+# npm ci also installs in the build stage is the same version).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app

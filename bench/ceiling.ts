@@ -7,7 +7,7 @@
  *
  *   {"ceiling":{"h2":<port>,"h1":<port>}}
  *
- * h2: HTTP/2 cleartext (gRPC clients with prior knowledge).
+ * h2: HTTP/2 cleartext with prior knowledge (gRPC, Connect and REST).
  * h1: HTTP/1.1 (Connect and REST).
  */
 import * as http from "node:http";
@@ -34,22 +34,32 @@ const routes = (router: ConnectRouter) => {
 const connectHandler = connectNodeAdapter({ routes });
 
 /** REST: the request body is read (as any server must), then a constant JSON answer. */
-function rest(req: http.IncomingMessage, res: http.ServerResponse): void {
+function rest(
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+): void {
   const path = req.url ?? "";
   const body = req.method === "GET" && /\/regulatoryListings(\?|$)/.test(path) ? PAGE_JSON : LISTING_JSON;
   req.on("data", () => {});
   req.on("end", () => {
-    res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+    res.statusCode = 200;
+    res.setHeader("content-type", "application/json");
+    res.setHeader("content-length", body.length);
     res.end(body);
   });
 }
 
-const h1 = http.createServer((req, res) => {
+function handler(
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+): void {
   if (req.url?.startsWith("/v1beta1/")) rest(req, res);
   else connectHandler(req, res);
-});
+}
+
+const h1 = http.createServer(handler);
 h1.keepAliveTimeout = 60_000;
-const h2 = http2.createServer(connectHandler);
+const h2 = http2.createServer(handler);
 
 function listen(server: http.Server | http2.Http2Server): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -34,10 +34,13 @@ export class Child {
     script: string,
     env: NodeJS.ProcessEnv,
     args: string[] = [],
+    /** Compiled JavaScript (run by plain node, no tsx loader) and extra node flags. */
+    options: { compiled?: boolean; nodeArgs?: string[] } = {},
   ) {
+    const loader = options.compiled ? [] : ["--import", "tsx"];
     this.proc = spawn(
       process.execPath,
-      ["--import", "tsx", "--import", "./bench/parent-guard.ts", script, ...args],
+      [...loader, ...(options.nodeArgs ?? []), "--import", "./bench/parent-guard.mjs", script, ...args],
       { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"] },
     );
     if (this.proc.pid === undefined) throw new Error(`${label}: could not start ${script}`);

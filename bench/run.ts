@@ -1,46 +1,74 @@
 /**
- * `npm run bench`: throughput and latency of the real server against the
- * framework's ceiling. A benchmark, not a test: it asserts nothing about
- * speed.
+ * `npm run bench`: server CPU per request of the real server against the
+ * framework's ceiling, under an external load generator. A benchmark, not a
+ * test: it asserts nothing about speed (it prints issue #12's targets and
+ * which hold in this run).
  *
- * Targets, each a separate child process driven by this (load) process:
+ * Needs h2load (Debian's nghttp2-client: `apt-get install -y nghttp2-client`);
+ * it stops with that hint when h2load is missing. The test suite never needs it.
+ *
+ * Targets, each a separate child process:
  * - ceiling:  bench/ceiling.ts, bare connect-node + bare REST handler, constant answers;
- * - pglite:   src/server.ts on a fresh PGlite data directory (a temp dir);
- * - postgres: src/server.ts on a scratch database `sb_bench_<random>` created
- *             on TEST_DATABASE_URL (or DATABASE_URL) and dropped afterwards.
+ * - postgres: the compiled server (dist/server.js, built if stale) on a scratch
+ *             database `sb_bench_<random>` created on TEST_DATABASE_URL (or
+ *             DATABASE_URL) and dropped afterwards;
+ * - pglite:   the compiled server on a fresh PGlite data directory (a temp dir).
  *
- * Scenarios: create / get / list (first page) of regulatory listings over
- * gRPC (HTTP/2), Connect JSON (HTTP/1.1) and REST (fetch, keep-alive), with
- * BENCH_CONCURRENCY callers, each bounded by a request count and a time
- * limit; then, on each database backend, list latency (one caller, so no
- * queueing) on projects of 1,000 and 100,000 seeded listings: the first page
- * and a deep page reached through page tokens.
+ * Scenarios: create / get / list (first page) of regulatory listings, driven
+ * by h2load (its own process, one thread) as gRPC, Connect JSON and REST over
+ * HTTP/2 cleartext, and Connect JSON and REST over HTTP/1.1 (`h2load --h1`),
+ * authenticated with an API key bound to the project (the real hot path);
+ * then, on each database backend, list latency (the Node gRPC client, one
+ * caller, so no queueing) on projects of 1,000 and 100,000 seeded listings:
+ * the first page and a deep page reached through page tokens.
  *
- * Besides req/s and latency it records the CPU time per request of the
- * server child (/proc/<pid>/stat) and of this load process: on a shared
+ * The headline is the server child's CPU time per request (user + system,
+ * from /proc/<pid>/stat, read around the measured h2load run): on a shared
  * 2-core machine req/s moves with whatever else runs, CPU per request much
- * less.
+ * less, and ratios against the ceiling measured in the same run less still.
+ * A request counts as failed when h2load saw a non-2xx status or the
+ * server's /metrics counted a non-OK code for the method (gRPC errors are
+ * HTTP 200).
  *
- * Knobs (env): BENCH_CONCURRENCY (16), BENCH_REQUESTS (3000), BENCH_SECONDS
- * (5), BENCH_WARMUP (200 requests, at most 1 s), BENCH_ROWS ("1000,100000"),
- * BENCH_TARGETS ("ceiling,pglite,postgres").
+ * Knobs (env): BENCH_TARGETS ("ceiling,postgres,pglite"), BENCH_REQUESTS
+ * (5000 per scenario), BENCH_WARMUP (1000), BENCH_CONNECTIONS (16),
+ * BENCH_STREAMS (32 per HTTP/2 connection), BENCH_ROWS ("1000,100000"),
+ * BENCH_LATENCY_REQUESTS (1000), BENCH_TRANSPORTS ("grpc,connect,rest,connect-h1,rest-h1"),
+ * BENCH_OPERATIONS ("create,get,list"), BENCH_H2LOAD (the binary), BENCH_CPU_PROF
+ * (a directory: the server writes a V8 CPU profile there when it stops).
  */
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import * as os from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { Child, expectSuccess, killAllNow, stopAll } from "./children.js";
+import { Child, expectSuccess, killAllNow, ROOT, stopAll } from "./children.js";
 import {
   assertLoopback,
   createDriver,
   type Endpoints,
   type ListingsDriver,
-  TRANSPORTS,
   type TransportName,
 } from "./clients.js";
 import { BENCH_OPERATOR_TOKEN, BENCH_PROJECT, LIST_PAGE_SIZE } from "./fixture.js";
+import {
+  type H2loadOptions,
+  type H2loadRequest,
+  type H2loadResult,
+  h2loadVersion,
+  runH2load,
+} from "./h2load.js";
 import { type LoadOptions, type LoadResult, runLoad } from "./load.js";
+import {
+  CONNECT_OF_REST,
+  LOAD_TRANSPORTS,
+  type LoadTransport,
+  loadRequest,
+  OPERATIONS,
+  rpcMethodName,
+} from "./requests.js";
+import { printTargets } from "./targets.js";
 
 // ---------------------------------------------------------------------------
 // configuration
@@ -53,24 +81,21 @@ function intEnv(name: string, fallback: number, min: number): number {
   return n;
 }
 
-const CONCURRENCY = intEnv("BENCH_CONCURRENCY", 16, 1);
-const LOAD: LoadOptions = {
-  concurrency: CONCURRENCY,
-  maxRequests: intEnv("BENCH_REQUESTS", 3000, 1),
-  maxMs: intEnv("BENCH_SECONDS", 5, 1) * 1000,
+/** The h2load scenarios: connections x streams, requests measured, warm-up requests. */
+const H2: H2loadOptions & { warmup: number } = {
+  clients: intEnv("BENCH_CONNECTIONS", 16, 1),
+  streams: intEnv("BENCH_STREAMS", 32, 1),
+  requests: intEnv("BENCH_REQUESTS", 5000, 1),
+  warmup: intEnv("BENCH_WARMUP", 1000, 0),
+  timeoutMs: 300_000,
 };
-const WARMUP: LoadOptions = {
-  concurrency: CONCURRENCY,
-  maxRequests: intEnv("BENCH_WARMUP", 200, 0),
-  maxMs: 1000,
-};
-/** The list-size scenarios measure latency: one caller, shorter. */
-const LATENCY_LOAD: LoadOptions = { concurrency: 1, maxRequests: LOAD.maxRequests, maxMs: 3000 };
-const LATENCY_WARMUP: LoadOptions = {
+/** The list-size scenarios measure latency: one caller (the Node gRPC client), no queueing. */
+const LATENCY_LOAD: LoadOptions = {
   concurrency: 1,
-  maxRequests: Math.min(WARMUP.maxRequests, 50),
-  maxMs: 1000,
+  maxRequests: intEnv("BENCH_LATENCY_REQUESTS", 1000, 1),
+  maxMs: 3000,
 };
+const LATENCY_WARMUP: LoadOptions = { concurrency: 1, maxRequests: 50, maxMs: 1000 };
 const ROW_COUNTS = (process.env.BENCH_ROWS || "1000,100000")
   .split(",")
   .map((s) => Number(s.trim()))
@@ -80,8 +105,22 @@ const DEEP_FRACTION = 0.9;
 /** Page size of the walk to the deep page. */
 const WALK_PAGE_SIZE = 100;
 
-type TargetName = "ceiling" | "pglite" | "postgres";
-const TARGET_NAMES: readonly TargetName[] = ["ceiling", "pglite", "postgres"];
+/** BENCH_TRANSPORTS / BENCH_OPERATIONS: a subset of the load scenarios (default all). */
+function subset<T extends string>(name: string, all: readonly T[]): readonly T[] {
+  const raw = process.env[name];
+  if (!raw) return all;
+  const picked = raw.split(",").map((s) => s.trim());
+  for (const p of picked) {
+    if (!(all as readonly string[]).includes(p))
+      throw new Error(`${name}: unknown ${p} (one of ${all.join(", ")})`);
+  }
+  return all.filter((t) => picked.includes(t));
+}
+const BENCH_LOAD_TRANSPORTS = subset("BENCH_TRANSPORTS", LOAD_TRANSPORTS);
+const BENCH_OPERATIONS = subset("BENCH_OPERATIONS", OPERATIONS);
+
+export type TargetName = "ceiling" | "pglite" | "postgres";
+const TARGET_NAMES: readonly TargetName[] = ["ceiling", "postgres", "pglite"];
 const TARGETS = (process.env.BENCH_TARGETS || TARGET_NAMES.join(","))
   .split(",")
   .map((s) => s.trim())
@@ -93,15 +132,12 @@ const TARGETS = (process.env.BENCH_TARGETS || TARGET_NAMES.join(","))
     return s as TargetName;
   });
 
-type Operation = "create" | "get" | "list";
-const OPERATIONS: readonly Operation[] = ["create", "get", "list"];
-
 // ---------------------------------------------------------------------------
 // results
 
-interface Row {
+export interface Row {
   scenario: string;
-  transport: TransportName;
+  transport: LoadTransport | TransportName;
   backend: TargetName;
   concurrency: number;
   /** For the list-size scenarios: rows in the project, and which page. */
@@ -110,6 +146,10 @@ interface Row {
   /** Position (rows skipped) of the deep page. */
   offset?: number;
   result?: LoadResult;
+  /** h2load's own summary (the operation scenarios). */
+  h2load?: H2loadResult;
+  /** One-minute load average of the machine when the scenario started. */
+  loadAverage?: number | undefined;
   /** Server RSS after the scenario, bytes. */
   rssBytes?: number;
   /** CPU time per successful request, ms: the server child's and this load process's. */
@@ -121,13 +161,15 @@ interface Row {
   vsCeiling?: number;
   /** Server CPU per request over the ceiling's. */
   cpuVsCeiling?: number;
+  /** REST only: server CPU per request over Connect JSON's (same backend, HTTP version, operation). */
+  cpuVsConnect?: number;
   /** For size scenarios with rows > the smallest size: p50 and req/s over the smallest size's. */
   p50VsSmallest?: number;
   rpsVsSmallest?: number;
   error?: string;
 }
 
-interface TargetInfo {
+export interface TargetInfo {
   backend: TargetName;
   pid?: number;
   idleRssBytes?: number;
@@ -159,6 +201,19 @@ function log(message: string): void {
 const cleanups: (() => Promise<void>)[] = [];
 let cleaningUp: Promise<void> | undefined;
 
+function buildServer(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["scripts/build.mjs", "--if-stale"], {
+      cwd: ROOT,
+      stdio: "inherit",
+    });
+    child.once("error", reject);
+    child.once("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`npm run build failed (exit code ${code})`)),
+    );
+  });
+}
+
 function cleanup(): Promise<void> {
   cleaningUp ??= (async () => {
     await stopAll();
@@ -184,6 +239,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
 interface Running {
   child: Child;
   endpoints: Endpoints;
+  /** The credential the load sends: an API key bound to the bench project (the operator's for the ceiling). */
+  token: string;
 }
 
 function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -233,6 +290,7 @@ async function startCeiling(): Promise<Running> {
   return {
     child,
     endpoints: { h2: `http://127.0.0.1:${ports.h2}`, h1: `http://127.0.0.1:${ports.h1}` },
+    token: BENCH_OPERATOR_TOKEN,
   };
 }
 
@@ -250,7 +308,7 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
   const started = performance.now();
   const child = new Child(
     `${backend} server`,
-    "src/server.ts",
+    "dist/server.js",
     serverEnv({
       ...env,
       PORT: "0",
@@ -259,7 +317,12 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
       SWITCHBOARD_OPERATOR_TOKEN: BENCH_OPERATOR_TOKEN,
       // Required with DATABASE_URL (download links of recordings).
       RECORDING_LINK_SECRET: "bench-recording-link-secret-0123456789",
+      // The load is one API key on one project, far above the default limits.
+      RATE_LIMIT_PROJECT_PER_SECOND: "0",
+      RATE_LIMIT_API_KEY_PER_SECOND: "0",
     }),
+    [],
+    { compiled: true, nodeArgs: cpuProfArgs(backend) },
   );
   const address = await child.waitForLine((line) => {
     const parsed = JSON.parse(line) as { msg?: string; url?: string };
@@ -277,7 +340,32 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
   });
   if (!res.ok) throw new Error(`creating project ${BENCH_PROJECT}: HTTP ${res.status} ${await res.text()}`);
   await res.arrayBuffer();
-  return { child, endpoints: { h2: base, h1: base } };
+  return { child, endpoints: { h2: base, h1: base }, token: await createApiKey(base) };
+}
+
+/** An API key with roles/owner on the bench project: what a real client authenticates with. */
+async function createApiKey(base: string): Promise<string> {
+  const res = await fetch(`${base}/admin/v1/apiKeys`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${BENCH_OPERATOR_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      displayName: "bench",
+      bindings: [{ project: `projects/${BENCH_PROJECT}`, roles: ["roles/owner"] }],
+    }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  if (!res.ok) throw new Error(`creating an API key: HTTP ${res.status} ${await res.text()}`);
+  const key = (await res.json()) as { secret?: unknown };
+  if (typeof key.secret !== "string") throw new Error("creating an API key: no secret in the answer");
+  return key.secret;
+}
+
+/** BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops. */
+function cpuProfArgs(backend: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  if (!dir) return [];
+  log(`${backend}: the server writes a CPU profile to ${dir} when it stops`);
+  return ["--cpu-prof", `--cpu-prof-dir=${dir}`];
 }
 
 /** 1000 -> "1k", 100000 -> "100k", 1234 -> "1234". */
@@ -325,8 +413,8 @@ async function measure(
   row: Row,
   child: Child,
   call: (i: number) => Promise<unknown>,
-  load = LOAD,
-  warmup = WARMUP,
+  load: LoadOptions,
+  warmup: LoadOptions,
 ): Promise<void> {
   rows.push(row);
   try {
@@ -368,48 +456,113 @@ async function measure(
   }
 }
 
+/** Non-OK answers of RegulatoryListings `method` counted by the server so far (GET /metrics). */
+async function serverErrors(base: string, method: string): Promise<number | undefined> {
+  try {
+    const res = await fetch(`${base}/metrics`, {
+      headers: { authorization: `Bearer ${BENCH_OPERATOR_TOKEN}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (!res.ok) return undefined;
+    let n = 0;
+    for (const line of (await res.text()).split("\n")) {
+      if (!line.startsWith("switchboard_requests_total{")) continue;
+      if (!line.includes(`method="${method}"`) || !line.includes("RegulatoryListings")) continue;
+      if (/code="(ok|OK)"/.test(line)) continue;
+      n += Number(line.slice(line.lastIndexOf(" ") + 1));
+    }
+    return n;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One h2load scenario: a warm-up run, then the measured run with the server's CPU read around it. */
+async function measureH2load(
+  label: string,
+  row: Row,
+  running: Running,
+  request: H2loadRequest,
+  method: string,
+): Promise<void> {
+  rows.push(row);
+  const child = running.child;
+  const base = running.endpoints.h1;
+  const withMetrics = row.backend !== "ceiling";
+  try {
+    if (!child.running) throw new Error(child.describeExit());
+    row.loadAverage = os.loadavg()[0];
+    if (H2.warmup > 0) await runH2load(request, { ...H2, requests: H2.warmup });
+    const errors0 = withMetrics ? await serverErrors(base, method) : 0;
+    const serverCpu0 = child.cpuMs();
+    const result = await runH2load(request, H2);
+    const serverCpu1 = child.cpuMs();
+    const errors1 = withMetrics ? await serverErrors(base, method) : 0;
+    row.h2load = result;
+    const rpcErrors = errors0 !== undefined && errors1 !== undefined ? errors1 - errors0 : undefined;
+    const failed = result.requests - result.status2xx + (rpcErrors ?? 0);
+    const ok = result.requests - failed;
+    row.result = {
+      ok,
+      errors: failed,
+      firstError:
+        failed > 0 ? `${failed} failed (HTTP non-2xx or a non-OK code in the server's metrics)` : undefined,
+      elapsedMs: result.elapsedMs,
+      rps: result.rps,
+      p50: Number.NaN,
+      p99: Number.NaN,
+      mean: result.meanMs,
+    };
+    if (ok > 0 && serverCpu0 !== undefined && serverCpu1 !== undefined) {
+      row.serverCpuMsPerRequest = (serverCpu1 - serverCpu0) / ok;
+      row.serverCpuShare = (serverCpu1 - serverCpu0) / result.elapsedMs;
+    }
+    const rss = child.rssBytes();
+    if (rss !== undefined) row.rssBytes = rss;
+    if (ok === 0) throw new Error(row.result.firstError ?? "no request succeeded");
+    if (!child.running) throw new Error(child.describeExit());
+    if (failed > 0) {
+      const logged = child.takeLoggedError();
+      row.error = `${row.result.firstError}${logged ? ` [server log: ${logged}]` : ""}`;
+    }
+    const cpu =
+      row.serverCpuMsPerRequest === undefined
+        ? ""
+        : `, server ${row.serverCpuMsPerRequest.toFixed(3)} ms CPU/req (${((row.serverCpuShare ?? 0) * 100).toFixed(0)}% of a core)`;
+    log(
+      `${label}: ${result.rps.toFixed(0)} req/s, mean ${result.meanMs.toFixed(1)} ms${cpu}, load average ${row.loadAverage?.toFixed(1)}${failed > 0 ? `, ${failed} FAILED` : ""}`,
+    );
+  } catch (err) {
+    const logged = child.takeLoggedError();
+    row.error = errorText(err) + (logged ? ` [server log: ${logged}]` : "");
+    log(`${label}: FAILED: ${row.error}`);
+  }
+}
+
 async function operationScenarios(backend: TargetName, running: Running): Promise<void> {
-  const names: string[] = [];
-  for (const transport of TRANSPORTS) {
-    let driver: ListingsDriver | undefined;
+  // A listing for the get scenarios, and a check that the server answers at all.
+  let getName = `projects/${BENCH_PROJECT}/regulatoryListings/c000000000000000`;
+  if (backend !== "ceiling") {
+    const driver = createDriver("grpc", running.endpoints, running.token, 1);
     try {
-      driver = createDriver(transport, running.endpoints, BENCH_OPERATOR_TOKEN, CONCURRENCY);
-      const d = driver;
-      // A few listings to get, whatever happens to the create scenarios.
-      if (names.length === 0) {
-        for (let i = 0; i < CONCURRENCY; i++) names.push(await d.create(BENCH_PROJECT));
-      }
-      const calls: Record<Operation, (i: number) => Promise<unknown>> = {
-        create: async () => names.push(await d.create(BENCH_PROJECT)),
-        get: (i) => d.get(names[i % names.length]!),
-        list: async () => {
-          const page = await d.list(BENCH_PROJECT, LIST_PAGE_SIZE, "");
-          if (page.count !== LIST_PAGE_SIZE)
-            throw new Error(`list: ${page.count} items, not ${LIST_PAGE_SIZE}`);
-        },
-      };
-      for (const op of OPERATIONS) {
-        const row: Row = { scenario: op, transport, backend, concurrency: LOAD.concurrency };
-        await measure(`${backend} ${transport} ${op}`, row, running.child, calls[op]);
-      }
-    } catch (err) {
-      // The transport could not even set up: every scenario of it fails.
-      const logged = running.child.takeLoggedError();
-      const error = errorText(err) + (logged ? ` [server log: ${logged}]` : "");
-      for (const op of OPERATIONS) {
-        if (!rows.some((r) => r.backend === backend && r.transport === transport && r.scenario === op)) {
-          rows.push({
-            scenario: op,
-            transport,
-            backend,
-            concurrency: LOAD.concurrency,
-            error,
-          });
-        }
-      }
-      log(`${backend} ${transport}: FAILED: ${error}`);
+      getName = await driver.create(BENCH_PROJECT);
+      // The list scenarios read full pages.
+      for (let i = 1; i < LIST_PAGE_SIZE; i++) await driver.create(BENCH_PROJECT);
     } finally {
-      driver?.close();
+      driver.close();
+    }
+  }
+  for (const transport of BENCH_LOAD_TRANSPORTS) {
+    const endpoint = transport.endsWith("-h1") ? running.endpoints.h1 : running.endpoints.h2;
+    for (const op of BENCH_OPERATIONS) {
+      const request = loadRequest(transport, op, endpoint, running.token, BENCH_PROJECT, getName);
+      const row: Row = {
+        scenario: op,
+        transport,
+        backend,
+        concurrency: transport.endsWith("-h1") ? H2.clients : H2.clients * H2.streams,
+      };
+      await measureH2load(`${backend} ${transport} ${op}`, row, running, request, rpcMethodName(op));
     }
   }
 }
@@ -432,7 +585,8 @@ async function walkTo(driver: ListingsDriver, project: string, skip: number) {
 
 async function sizeScenarios(backend: TargetName, running: Running, info: TargetInfo): Promise<void> {
   const transport: TransportName = "grpc";
-  const driver = createDriver(transport, running.endpoints, BENCH_OPERATOR_TOKEN, CONCURRENCY);
+  // The size projects are not the API key's: the operator reads them.
+  const driver = createDriver(transport, running.endpoints, BENCH_OPERATOR_TOKEN, 1);
   info.walks = [];
   const base = { transport, backend, concurrency: LATENCY_LOAD.concurrency };
   try {
@@ -527,7 +681,7 @@ async function runTarget(backend: TargetName, dataRoot: string): Promise<void> {
 // report
 
 function computeRatios(): void {
-  const ceiling = (transport: TransportName, op: string) =>
+  const ceiling = (transport: string, op: string) =>
     rows.find((r) => r.backend === "ceiling" && r.transport === transport && r.scenario === op);
   const smallest = Math.min(...ROW_COUNTS);
   for (const r of rows) {
@@ -537,6 +691,17 @@ function computeRatios(): void {
       if (c?.result && c.result.ok > 0) r.vsCeiling = r.result.rps / c.result.rps;
       if (c?.serverCpuMsPerRequest && r.serverCpuMsPerRequest !== undefined) {
         r.cpuVsCeiling = r.serverCpuMsPerRequest / c.serverCpuMsPerRequest;
+      }
+      const connectTransport = CONNECT_OF_REST[r.transport as LoadTransport];
+      const connect = rows.find(
+        (x) =>
+          x.backend === r.backend &&
+          x.transport === connectTransport &&
+          x.scenario === r.scenario &&
+          x.page === undefined,
+      );
+      if (connect?.serverCpuMsPerRequest && r.serverCpuMsPerRequest !== undefined) {
+        r.cpuVsConnect = r.serverCpuMsPerRequest / connect.serverCpuMsPerRequest;
       }
     }
     if (r.rows !== undefined && r.rows !== smallest) {
@@ -558,6 +723,7 @@ function table(): string {
     "backend",
     "conc",
     "req/s",
+    "mean ms",
     "p50 ms",
     "p99 ms",
     "errors",
@@ -566,10 +732,11 @@ function table(): string {
     "load CPU ms/req",
     "req/s vs ceiling",
     "srv CPU vs ceiling",
+    "REST CPU vs Connect",
     "vs smallest size",
   ];
   const fmt = (n: number | undefined, digits: number, suffix = "") =>
-    n === undefined ? "" : `${n.toFixed(digits)}${suffix}`;
+    n === undefined || Number.isNaN(n) ? "" : `${n.toFixed(digits)}${suffix}`;
   const body = rows.map((r) => {
     const res = r.result;
     const ok = res !== undefined && res.ok > 0 && r.error === undefined;
@@ -579,14 +746,16 @@ function table(): string {
       r.backend,
       String(r.concurrency),
       ok ? res.rps.toFixed(0) : "FAILED",
+      ok ? fmt(res.mean, 2) : "",
       ok ? fmt(res.p50, 2) : "",
       ok ? fmt(res.p99, 2) : "",
       res ? String(res.errors) : "",
       r.rssBytes === undefined ? "" : (r.rssBytes / 1048576).toFixed(0),
-      fmt(r.serverCpuMsPerRequest, 2),
+      fmt(r.serverCpuMsPerRequest, 3),
       fmt(r.clientCpuMsPerRequest, 2),
       fmt(r.vsCeiling, 2, "x"),
-      fmt(r.cpuVsCeiling, 1, "x"),
+      fmt(r.cpuVsCeiling, 2, "x"),
+      fmt(r.cpuVsConnect, 2, "x"),
       r.p50VsSmallest === undefined
         ? ""
         : `p50 ${r.p50VsSmallest.toFixed(2)}x, req/s ${r.rpsVsSmallest?.toFixed(2)}x`,
@@ -594,7 +763,7 @@ function table(): string {
   });
   const all = [header, ...body];
   const widths = header.map((_, i) => Math.max(...all.map((line) => line[i]!.length)));
-  const text = new Set([0, 1, 2, 13]);
+  const text = new Set([0, 1, 2, 15]);
   const render = (line: string[]) =>
     line
       .map((cell, i) => (text.has(i) ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
@@ -603,10 +772,14 @@ function table(): string {
   const out = [render(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(render)];
   out.push(
     "",
-    `conc: concurrent callers. Latency is seen by the caller. RSS: VmRSS of the server process after the scenario.`,
-    `srv CPU ms/req: user+system CPU of the server process per request (on postgres, not counting the database`,
-    `server's own CPU); load CPU ms/req: the same for this load process. vs ceiling: req/s over, and server CPU`,
-    `per request over, the ceiling's for the same transport and operation. vs smallest size: the same list on`,
+    `create/get/list: h2load (${H2.clients} connections x ${H2.streams} streams on HTTP/2, ${H2.clients} connections on`,
+    `HTTP/1.1 (-h1), ${H2.requests} requests after ${H2.warmup} of warm-up); mean ms: h2load's mean request time. conc:`,
+    `requests in flight. The list-size rows: the Node gRPC client, one caller (p50/p99 seen by the caller).`,
+    `RSS: VmRSS of the server process after the scenario. srv CPU ms/req: user+system CPU of the server`,
+    `process per request, from /proc (on postgres, not counting the database server's own CPU); load CPU ms/req:`,
+    `the Node load process's, list-size rows only. vs ceiling: req/s over, and server CPU per request over, the`,
+    `ceiling's for the same transport and operation. REST CPU vs Connect: REST's server CPU per request over`,
+    `Connect JSON's on the same HTTP version. vs smallest size: the same list on`,
     `${ROW_COUNTS.length > 0 ? count(Math.min(...ROW_COUNTS)) : "-"} rows (first page vs first page, deep page vs deep page), one caller.`,
   );
   const failures = rows.filter((r) => r.error !== undefined);
@@ -623,9 +796,14 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const dataRoot = await mkdtemp(join(os.tmpdir(), "switchboard-bench-data-"));
   cleanups.push(() => rm(dataRoot, { recursive: true, force: true }));
+  const h2load = await h2loadVersion();
+  if (TARGETS.some((t) => t !== "ceiling")) {
+    log("building the server (npm run build, if stale): the bench runs the compiled dist/server.js");
+    await buildServer();
+  }
   log(
-    `concurrency ${LOAD.concurrency}, at most ${LOAD.maxRequests} requests or ${LOAD.maxMs / 1000} s per scenario ` +
-      `(after a warm-up of ${WARMUP.maxRequests} requests); list sizes ${ROW_COUNTS.map(count).join(", ")} ` +
+    `${h2load}: ${H2.clients} connections x ${H2.streams} streams, ${H2.requests} requests per scenario ` +
+      `(after ${H2.warmup} of warm-up); list sizes ${ROW_COUNTS.map(count).join(", ")} ` +
       `with 1 caller; node ${process.version}, ${os.cpus().length} cpus, load average ${os.loadavg()[0]?.toFixed(1)}`,
   );
 
@@ -635,6 +813,7 @@ async function main(): Promise<void> {
 
   const text = table();
   process.stdout.write(`\n${text}\n`);
+  process.stdout.write(`\n${printTargets(rows, targets)}\n`);
   const resultsDir = await mkdtemp(join(os.tmpdir(), "switchboard-bench-"));
   const resultsFile = join(resultsDir, "results.json");
   const report = {
@@ -647,8 +826,7 @@ async function main(): Promise<void> {
       loadAverageAtEnd: os.loadavg(),
     },
     config: {
-      load: LOAD,
-      warmup: WARMUP,
+      h2load: { version: h2load, ...H2 },
       latencyLoad: LATENCY_LOAD,
       latencyWarmup: LATENCY_WARMUP,
       walkPageSize: WALK_PAGE_SIZE,

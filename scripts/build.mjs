@@ -93,7 +93,7 @@ await esbuild.build({
   },
   platform: "node",
   format: "esm",
-  target: "node20",
+  target: "node24",
   sourcemap: true,
   logLevel: "warning",
 });

@@ -2,6 +2,7 @@
  * build() assembles the application from configuration and injected
  * dependencies; listening happens only when this file is run as main.
  */
+import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
@@ -16,6 +17,12 @@ import { hardeningInterceptors } from "./api/hardening.js";
 import { withReplay } from "./api/idempotency/interceptor.js";
 import { createInterceptors } from "./api/interceptors.js";
 import type { MonotonicClock } from "./api/rate-limit/token-bucket.js";
+import {
+  CachingCredentialStore,
+  type CredentialCacheOptions,
+  credentialChangesOf,
+} from "./auth/credential-cache.js";
+import { type CredentialListener, listenForCredentialChanges } from "./auth/credential-listener.js";
 import { Authenticator, type Policies } from "./auth/interceptor.js";
 import { firstStartHint, type OperatorToken, resolveOperatorToken } from "./auth/operator-token.js";
 import { METHOD_POLICIES } from "./auth/permissions.js";
@@ -65,6 +72,8 @@ export interface App {
   engine: CallEngine;
   /** The webhook delivery worker; running unless ROLE=api. */
   webhooks: WebhookWorker | undefined;
+  /** The credential cache of authentication, and whether changes through other replicas reach it now. */
+  credentials: { cache: CachingCredentialStore; live(): boolean };
   /** The request handler of the one port: Connect, gRPC, gRPC-Web, REST, health. */
   handler: NodeHandlerFn;
   /** Starts listening; resolves with the bound address. */
@@ -98,6 +107,8 @@ export interface BuildOptions {
   scheduler?: Scheduler;
   /** Time of the rate limits' token buckets; by default performance.now() (tests inject one). */
   rateLimitClock?: MonotonicClock;
+  /** The credential cache's lifetime and size (tests); `live` is always the change listener's. */
+  credentialCache?: Omit<CredentialCacheOptions, "live">;
 }
 
 export async function build(options: BuildOptions = {}): Promise<App> {
@@ -193,11 +204,16 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       tokenUrl,
     });
   const operatorToken = resolveOperatorToken(config);
-  const authenticator = new Authenticator({
-    operatorToken: operatorToken.token,
-    store: new DbCredentialStore(database),
-    clock,
+  // Credentials are cached briefly; a change through any replica reaches every cache at once.
+  let credentialListener: CredentialListener | undefined;
+  const credentialsLive = () => credentialListener === undefined || credentialListener.live();
+  const credentials = new CachingCredentialStore(new DbCredentialStore(database), {
+    ...options.credentialCache,
+    live: credentialsLive,
   });
+  const stopCredentialChanges = credentialChangesOf(database).subscribe((id) => credentials.invalidate(id));
+  credentialListener = listenForCredentialChanges(database, (id) => credentials.invalidate(id), log);
+  const authenticator = new Authenticator({ operatorToken: operatorToken.token, store: credentials, clock });
   // Service accounts exchange signed assertions for access tokens (src/oauth/).
   const tokenIssuer = new TokenIssuer({
     keys: new ServiceAccountKeysRepository(database),
@@ -255,7 +271,11 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     },
   ];
   // Aborted on close(): long-running handlers (streams) see ctx.signal abort.
+  // connect-node links every request's signal to it (a listener per request
+  // in flight, removed when the request ends), so hundreds of listeners are
+  // normal under load, not a leak: no MaxListenersExceededWarning.
   const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal);
   const handler = withAccessLog(
     withCors(
       withEarlyAnswers(
@@ -300,6 +320,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     services,
     engine,
     webhooks,
+    credentials: { cache: credentials, live: credentialsLive },
     handler,
     async listen(port = config.port, host = config.host) {
       if (server) throw new Error("already listening");
@@ -331,6 +352,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await engine.stop();
         await messageNetwork.stop();
         await webhooks?.stop();
+        stopCredentialChanges();
+        await credentialListener?.close();
         await owned?.close();
         owned = undefined;
         await stopTracing?.();

@@ -1,5 +1,6 @@
 import { asc, eq, inArray } from "drizzle-orm";
 import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.js";
+import { credentialChangesOf, notifyCredentialChange } from "../auth/credential-cache.js";
 import type { StoredKey } from "../auth/interceptor.js";
 import type { Db } from "../db/client.js";
 import { type ApiKeyRow, apiKeyBindings, apiKeys, type NewApiKeyRow } from "../db/schema/admin.js";
@@ -93,12 +94,14 @@ export class ApiKeysRepository {
     changes: { displayName?: string; disabled?: boolean; bindings?: Binding[] },
     at: Date,
   ): Promise<ApiKeyWithBindings | undefined> {
-    return this.db.transaction(async (tx) => {
+    const updated = await this.db.transaction(async (tx) => {
       const set: Partial<NewApiKeyRow> = { updateTime: at };
       if (changes.displayName !== undefined) set.displayName = changes.displayName;
       if (changes.disabled !== undefined) set.disabled = changes.disabled;
       const [key] = await tx.update(apiKeys).set(set).where(eq(apiKeys.id, id)).returning();
       if (!key) return undefined;
+      // Every replica's credential cache forgets the key when this commits.
+      await notifyCredentialChange(tx, id);
       if (changes.bindings !== undefined) {
         await tx.delete(apiKeyBindings).where(eq(apiKeyBindings.apiKeyId, id));
         if (changes.bindings.length > 0) {
@@ -117,10 +120,18 @@ export class ApiKeysRepository {
         bindings: rows.map((r) => ({ projectId: r.projectId, roles: r.roles, permissions: r.permissions })),
       };
     });
+    // This process's caches, before the change is answered.
+    if (updated) credentialChangesOf(this.db).changed(id);
+    return updated;
   }
 
   async delete(id: string): Promise<boolean> {
-    const rows = await this.db.delete(apiKeys).where(eq(apiKeys.id, id)).returning({ id: apiKeys.id });
-    return rows.length > 0;
+    const deleted = await this.db.transaction(async (tx) => {
+      const rows = await tx.delete(apiKeys).where(eq(apiKeys.id, id)).returning({ id: apiKeys.id });
+      if (rows.length > 0) await notifyCredentialChange(tx, id);
+      return rows.length > 0;
+    });
+    if (deleted) credentialChangesOf(this.db).changed(id);
+    return deleted;
   }
 }

@@ -1,5 +1,6 @@
 import { eq, inArray } from "drizzle-orm";
 import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.js";
+import { credentialChangesOf, notifyCredentialChange } from "../auth/credential-cache.js";
 import type { Db } from "../db/client.js";
 import { type NewProjectRow, type ProjectRow, projects } from "../db/schema/admin.js";
 
@@ -26,8 +27,15 @@ export class ProjectsRepository {
       .limit(limit);
   }
 
+  /** Deletes the project and (foreign keys cascade) every API key binding on it. */
   async delete(id: string): Promise<ProjectRow | undefined> {
-    const [row] = await this.db.delete(projects).where(eq(projects.id, id)).returning();
+    const row = await this.db.transaction(async (tx) => {
+      const [deleted] = await tx.delete(projects).where(eq(projects.id, id)).returning();
+      // The bindings went with it: every replica's credential cache forgets every key on commit.
+      if (deleted) await notifyCredentialChange(tx, undefined);
+      return deleted;
+    });
+    if (row) credentialChangesOf(this.db).changed(undefined);
     return row;
   }
 

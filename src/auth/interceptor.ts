@@ -146,6 +146,18 @@ export function bearer(header: string | null): string | undefined {
   return m?.[1];
 }
 
+/** The permissions of a stored key by project, computed once per (cached) StoredKey object. */
+const grantsCache = new WeakMap<StoredKey, ReadonlyMap<string, ReadonlySet<string>>>();
+
+function keyGrants(stored: StoredKey): ReadonlyMap<string, ReadonlySet<string>> {
+  let grants = grantsCache.get(stored);
+  if (grants === undefined) {
+    grants = grantsOf(stored.bindings);
+    grantsCache.set(stored, grants);
+  }
+  return grants;
+}
+
 export interface AuthOptions {
   operatorToken: string;
   store: CredentialStore;
@@ -188,7 +200,7 @@ export class Authenticator {
       throw unauthenticated("CREDENTIALS_INVALID", "invalid credentials");
     }
     if (stored.disabled) throw unauthenticated("API_KEY_DISABLED", "the API key is disabled");
-    return { kind: "apiKey", keyId, grants: grantsOf(stored.bindings) };
+    return { kind: "apiKey", keyId, grants: keyGrants(stored) };
   }
 
   /**

@@ -24,6 +24,16 @@ export interface IdempotencyScope {
 export const idempotencyScope = new AsyncLocalStorage<IdempotencyScope>();
 
 /**
+ * Whether `recordCreated` would write now (the request has a key not yet
+ * recorded). A create of one row with nothing to record needs no
+ * transaction of its own: the single statement is atomic.
+ */
+export function hasCreateToRecord(): boolean {
+  const scope = idempotencyScope.getStore();
+  return scope !== undefined && !scope.recorded;
+}
+
+/**
  * Records the idempotency key of the current request, if it has one, as
  * having created `resourceName`. Call it inside the create's transaction,
  * with that transaction (`tx`). Once per request: later calls (and calls

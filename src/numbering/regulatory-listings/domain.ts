@@ -49,7 +49,7 @@ import {
   invalidArgument,
   notFound,
 } from "../../api/errors.js";
-import { recordCreated } from "../../api/idempotency/scope.js";
+import { hasCreateToRecord, recordCreated } from "../../api/idempotency/scope.js";
 import { newResourceId } from "../../api/ids.js";
 import { charLength } from "../../api/labels.js";
 import { projectName, type ResourceRef, resourceName } from "../../api/names.js";
@@ -330,28 +330,32 @@ export class RegulatoryListingsDomain {
     for (let attempt = 1; ; attempt++) {
       try {
         const id = newResourceId();
-        const row = await this.store.transaction(async (s) => {
-          const inserted = await s.listings.insert({
-            id,
-            projectId,
-            displayName: input.displayName,
-            addressLines: address.addressLines,
-            locality: address.locality,
-            administrativeArea: address.administrativeArea,
-            postalCode: address.postalCode,
-            regionCode: address.regionCode,
-            personGivenName: entity.kind === "person" ? entity.givenName : null,
-            personFamilyName: entity.kind === "person" ? entity.familyName : null,
-            businessName: entity.kind === "business" ? entity.business : null,
-            valid: isValidListing(input),
-            verified: false,
-            createTime: now,
-            updateTime: now,
-          });
-          // Idempotency-Key (src/api/idempotency/): committed with the listing.
-          await recordCreated(s.db, resourceName(COLLECTION, { projectId, id }));
-          return inserted;
-        });
+        const values = {
+          id,
+          projectId,
+          displayName: input.displayName,
+          addressLines: address.addressLines,
+          locality: address.locality,
+          administrativeArea: address.administrativeArea,
+          postalCode: address.postalCode,
+          regionCode: address.regionCode,
+          personGivenName: entity.kind === "person" ? entity.givenName : null,
+          personFamilyName: entity.kind === "person" ? entity.familyName : null,
+          businessName: entity.kind === "business" ? entity.business : null,
+          valid: isValidListing(input),
+          verified: false,
+          createTime: now,
+          updateTime: now,
+        };
+        // With an Idempotency-Key (src/api/idempotency/) the key is committed
+        // with the listing; without one, the single insert is atomic by itself.
+        const row = hasCreateToRecord()
+          ? await this.store.transaction(async (s) => {
+              const inserted = await s.listings.insert(values);
+              await recordCreated(s.db, resourceName(COLLECTION, { projectId, id }));
+              return inserted;
+            })
+          : await this.repository.insert(values);
         return toListing(row);
       } catch (err) {
         // An id collision (about 2^-82) gets a new id; anything else is a defect.

@@ -1,20 +1,26 @@
 /**
  * The REST handler: finds the route of a request, maps it to the request
- * message, and calls the method through an in-memory transport over the
- * same service implementations and interceptors as the RPC protocols, so a
- * REST call is validated, authorized and answered exactly like an RPC.
+ * message, and calls the method's implementation through the same
+ * interceptors as the RPC protocols (connect's own unary invocation, with a
+ * handler context of its own), so a REST call is validated, authorized and
+ * answered exactly like an RPC — without the binary encode and decode of
+ * request and response an in-memory transport would add.
  *
  * It resolves to false, without writing anything, when no route's path
  * matches, so the caller can try something else or answer 404.
  */
-import { createRegistry, type DescService, type Registry } from "@bufbuild/protobuf";
+import { createRegistry, type DescMethod, type DescService, type Registry } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
   type ConnectRouter,
-  createRouterTransport,
+  createHandlerContext,
+  createMethodImplSpec,
+  createServiceImplSpec,
   type Interceptor,
+  type MethodImplSpec,
 } from "@connectrpc/connect";
+import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { file_google_rpc_error_details } from "../../../gen/google/rpc/error_details_pb.js";
 import type { Logger } from "../../log.js";
 import type { NodeServerRequest, NodeServerResponse } from "../types.js";
@@ -84,12 +90,41 @@ function createErrorRegistry(services: ReadonlyArray<{ desc: DescService }>): Re
   return createRegistry(file_google_rpc_error_details, ...services.map((s) => s.desc.file));
 }
 
+/** The implementation of every method `routes` registers, by `package.Service/Method`. */
+function collectImplementations(routes: (router: ConnectRouter) => void): Map<string, MethodImplSpec> {
+  const specs = new Map<string, MethodImplSpec>();
+  const collector = {
+    handlers: [],
+    service(desc: DescService, impl: object) {
+      const spec = createServiceImplSpec(desc, impl);
+      for (const m of Object.values(spec.methods)) specs.set(methodKey(m.method), m);
+      return collector;
+    },
+    rpc(method: DescMethod, impl: never) {
+      specs.set(methodKey(method), createMethodImplSpec(method, impl));
+      return collector;
+    },
+  };
+  routes(collector as unknown as ConnectRouter);
+  return specs;
+}
+
+function methodKey(method: DescMethod): string {
+  return `${method.parent.typeName}/${method.name}`;
+}
+
+/** Headers of `a`, then those of `b` (b wins). */
+function mergedHeaders(a: Headers, b: Headers): Headers {
+  const out = new Headers(a);
+  for (const [name, value] of b) out.set(name, value);
+  return out;
+}
+
 export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const table: RouteTable = compileRoutes(options.services);
   const registry = createErrorRegistry(options.services);
-  const transport = createRouterTransport(options.routes, {
-    router: { interceptors: options.interceptors ?? [] },
-  });
+  const implementations = collectImplementations(options.routes);
+  const interceptors = options.interceptors ?? [];
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const log = options.log;
 
@@ -116,6 +151,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       if (!res.writableFinished) abort.abort();
     };
     res.once("close", onClose);
+    let context: ReturnType<typeof createHandlerContext> | undefined;
     try {
       let body: Uint8Array;
       try {
@@ -128,25 +164,35 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         throw err;
       }
       const input = buildRequest(route, { bindings: found.bindings, query, body }, registry);
-      const response = await transport.unary(
-        route.method,
-        abort.signal,
-        undefined,
-        forwardedHeaders(req),
-        input,
-      );
-      const json = responseJson(route.method.output, response.message, route.responseBody, registry);
-      writeJson(req, res, 200, json, passedResponseHeaders(response.header));
+      const spec = implementations.get(methodKey(route.method));
+      if (spec === undefined || spec.kind !== "unary") {
+        throw new ConnectError(`${methodKey(route.method)} is not implemented`, Code.Unimplemented);
+      }
+      context = createHandlerContext({
+        service: route.method.parent,
+        method: route.method,
+        protocolName: "connect",
+        requestMethod: "POST",
+        url,
+        requestSignal: abort.signal,
+        requestHeader: forwardedHeaders(req),
+      });
+      const output = await invokeUnaryImplementation(spec, context, input, interceptors);
+      const json = responseJson(route.method.output, output, route.responseBody, registry);
+      writeJson(req, res, 200, json, passedResponseHeaders(context.responseHeader));
     } catch (err) {
       if (!writable(res)) return true;
       if (err instanceof ConnectError) {
         // The error interceptor logs the defects of services; what is left
-        // is a failure of the in-memory transport itself.
+        // is a failure outside the interceptors.
         const opaque = err.code === Code.Internal || err.code === Code.Unknown || err.code === Code.DataLoss;
         if (opaque && err.rawMessage !== "internal error") {
           log?.error({ err, procedure: route.method.name }, "REST call failed");
         }
-        writeError(req, res, err, registry, { headers: passedResponseHeaders(err.metadata) });
+        // As on the wire: the context's response headers, then the error's metadata.
+        const headers =
+          context === undefined ? err.metadata : mergedHeaders(context.responseHeader, err.metadata);
+        writeError(req, res, err, registry, { headers: passedResponseHeaders(headers) });
       } else {
         log?.error({ err, procedure: route.method.name }, "REST transcoding defect");
         writeError(req, res, new ConnectError("internal error", Code.Internal), registry);

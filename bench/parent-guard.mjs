@@ -1,6 +1,7 @@
 /**
- * Preloaded into every child process of the benchmark (`node --import tsx
- * --import ./bench/parent-guard.ts ...`): when the runner goes away, even
+ * Preloaded into every child process of the benchmark (plain JavaScript, so the
+ * compiled server can load it without tsx: `node [--import tsx]
+ * --import ./bench/parent-guard.mjs ...`): when the runner goes away, even
  * by SIGKILL, the pipe on the child's stdin closes and the child stops
  * itself (SIGTERM first so the server shuts down cleanly, then a hard exit).
  * Nothing here touches the request path.
@@ -12,7 +13,7 @@ process.stdin.resume();
 // Never the reason the child stays alive (the seeding child ends by itself).
 if ("unref" in process.stdin && typeof process.stdin.unref === "function") process.stdin.unref();
 
-function stop(): void {
+function stop() {
   setTimeout(() => process.exit(1), 5_000).unref();
   process.kill(process.pid, "SIGTERM");
 }
