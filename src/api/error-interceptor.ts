@@ -9,10 +9,9 @@
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { clip } from "./errors.js";
+import { boundedError } from "./errors.js";
 
-/** The longest error message a caller gets (anything longer is cut). */
-export const MAX_MESSAGE_CHARS = 1024;
+export { MAX_MESSAGE_CHARS } from "./errors.js";
 
 /** What a caller may see of `err`: a ConnectError (message cut) or a bare INTERNAL (logged). */
 function safeError(log: Logger, err: unknown, procedure: string, started: number): ConnectError {
@@ -21,14 +20,9 @@ function safeError(log: Logger, err: unknown, procedure: string, started: number
     if (log.isLevelEnabled("debug")) {
       log.debug({ procedure, code: Code[err.code], reason: err.rawMessage, ms }, "rpc");
     }
-    // A safety net for messages that echo client input at length: the
-    // message is cut, the code and details are kept.
-    if (err.rawMessage.length > MAX_MESSAGE_CHARS) {
-      const cut = new ConnectError(clip(err.rawMessage, MAX_MESSAGE_CHARS), err.code, err.metadata);
-      cut.details.push(...err.details);
-      return cut;
-    }
-    return err;
+    // A safety net for errors that echo client input at length: the
+    // message and the details are cut, the code is kept (errors.ts).
+    return boundedError(err);
   }
   log.error({ err, procedure, ms }, "internal error");
   return new ConnectError("internal error", Code.Internal);

@@ -9,9 +9,9 @@
  *    ("decompression failed") as INTERNAL. Both are the caller's fault: they
  *    become INVALID_ARGUMENT with a fixed message that says nothing about our
  *    internals. Its read limit errors become the REST transcoder's
- *    RESOURCE_EXHAUSTED REQUEST_TOO_LARGE (with ErrorInfo). Messages of
- *    errors raised there (JSON parse errors may quote the input) are cut to
- *    MAX_MESSAGE_CHARS. The universal handlers of the
+ *    RESOURCE_EXHAUSTED REQUEST_TOO_LARGE (with ErrorInfo). Errors raised
+ *    there (JSON parse errors may quote the input) are bounded as every
+ *    error is (`boundedError`, src/api/errors.ts). The universal handlers of the
  *    router are wrapped once, at startup; the rewrite looks only at error
  *    responses (a status in the Connect unary body, the gRPC trailers, the
  *    gRPC-Web trailer frame).
@@ -29,8 +29,7 @@ import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/conn
 import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
-import { MAX_MESSAGE_CHARS } from "../api/error-interceptor.js";
-import { clip, rpcError } from "../api/errors.js";
+import { boundedError, clip, rpcError } from "../api/errors.js";
 import { tagWithCurrentRequestId } from "../observability/observe-interceptor.js";
 import type { Fallback } from "./fallback.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
@@ -76,12 +75,8 @@ function rewriteError(err: ConnectError, maxRequestBytes?: number): ConnectError
     return bodyTooLarge(maxRequestBytes);
   }
   if (err.code === Code.Internal && err.rawMessage === "decompression failed") return malformedCompression();
-  if (err.rawMessage.length > MAX_MESSAGE_CHARS) {
-    const cut = new ConnectError(clip(err.rawMessage, MAX_MESSAGE_CHARS), err.code, err.metadata);
-    cut.details.push(...err.details);
-    return cut;
-  }
-  return undefined;
+  const bounded = boundedError(err);
+  return bounded === err ? undefined : bounded;
 }
 
 /**

@@ -36,13 +36,13 @@ import {
   createConnectTransport,
   createGrpcTransport,
   createGrpcWebTransport,
-  Http2SessionManager,
 } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { CodeSchema } from "../../gen/google/rpc/code_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { http2SessionManager } from "../support/http2.js";
 
 export const PROTO_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../proto");
 
@@ -167,7 +167,7 @@ export function connectJsonAdapter(baseUrl: string): TransportAdapter {
 }
 
 export function connectBinaryAdapter(baseUrl: string): TransportAdapter {
-  const sessionManager = new Http2SessionManager(baseUrl);
+  const sessionManager = http2SessionManager(baseUrl);
   const transport = createConnectTransport({
     baseUrl,
     httpVersion: "2",
@@ -178,7 +178,7 @@ export function connectBinaryAdapter(baseUrl: string): TransportAdapter {
 }
 
 export function grpcAdapter(baseUrl: string): TransportAdapter {
-  const sessionManager = new Http2SessionManager(baseUrl);
+  const sessionManager = http2SessionManager(baseUrl);
   const transport = createGrpcTransport({ baseUrl, sessionManager });
   return connectAdapter("grpc", transport, () => sessionManager.abort());
 }
@@ -376,7 +376,10 @@ interface RestRoute {
   verb: "GET" | "POST" | "PATCH" | "DELETE";
   /** The path; `{a.b}` takes the request field at JSON path a.b, every segment escaped. */
   path: string;
-  /** The request field sent as the body; every other field not in the path goes to the query. */
+  /**
+   * The request field sent as the body; every other field not in the path goes to the query.
+   * `*`: every field not in the path is the body.
+   */
   body?: string;
 }
 
@@ -431,6 +434,21 @@ const REST_ROUTES: Readonly<Record<string, RestRoute>> = {
     body: "unsubscriber",
   },
   "enfonica.messaging.v1.Unsubscribers/DeleteUnsubscriber": { verb: "DELETE", path: "/v1/{name}" },
+  "enfonica.voice.v1beta1.SipDomains/CreateSipDomain": {
+    verb: "POST",
+    path: "/v1beta1/{parent}/sipDomains",
+    body: "sipDomain",
+  },
+  "switchboard.admin.v1.SipDomainAdmin/SetDomainOptional": {
+    verb: "POST",
+    path: "/admin/v1/{name}:setDomainOptional",
+    body: "*",
+  },
+  "switchboard.admin.v1.SimulatorAdmin/InjectIncomingCall": {
+    verb: "POST",
+    path: "/admin/v1/simulator/incomingCalls",
+    body: "*",
+  },
 };
 
 function readJsonPath(json: JsonObject, path: string): JsonValue | undefined {
@@ -472,6 +490,10 @@ export function restRequest(
     const value = readJsonPath(request, variable);
     return typeof value === "string" ? value.split("/").map(encodeURIComponent).join("/") : "";
   });
+  if (route.body === "*") {
+    const rest = Object.fromEntries(Object.entries(request).filter(([key]) => !bound.has(key)));
+    return { verb: route.verb, path, body: JSON.stringify(rest) };
+  }
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(request)) {
     if (key === route.body || bound.has(key)) continue;
