@@ -7,7 +7,8 @@
  * fan-out), and a `ROLE=worker` process really does not listen.
  *
  * Calls are created through every listening replica (Connect over HTTP/1.1
- * on one, gRPC on the other), run on the carrier simulator at a small
+ * on one, gRPC on the other; under `api` + `worker` both protocols go to the
+ * api replica, the worker not listening), run on the carrier simulator at a small
  * SIMULATOR_TIME_SCALE to COMPLETED, and their state updates go to a real
  * local receiver. The test checks that every call completes, is visible
  * through every listening replica, and that every CALL_STATE_UPDATE event is
@@ -57,14 +58,16 @@ const PROJECT = `projects/${PROJECT_ID}`;
 /** Fictional AU numbers (ACMA's drama range): the caller id, and the destinations' route. */
 const FROM = "+61255501300";
 const TO_PREFIX = "+614915703";
-/** Calls created through each listening replica. */
-const CALLS_PER_REPLICA = 4;
+/** Calls created through each client (two clients: one per replica, or both to the api replica). */
+const CALLS_PER_CLIENT = 6;
 const STATES = ["QUEUED", "STARTING", "RINGING", "IN_PROGRESS", "COMPLETED"];
 
 type Role = "all" | "api" | "worker";
 
 interface Replica extends Proc {
   role: Role;
+  /** The PORT it was given (a worker ignores it). */
+  port: number;
   /** Listening replicas: `http://127.0.0.1:{port}`. */
   base?: string;
 }
@@ -97,13 +100,19 @@ async function untilReady(r: Replica, limitMs = 90_000): Promise<void> {
   throw new Error(`replica ${r.role} not ready after ${limitMs} ms:\n${r.output()}`);
 }
 
+/** Clients of one listening replica over one protocol. */
 interface Clients {
+  replica: Replica;
   calls: Client<typeof Calls>;
   deliveries: Client<typeof WebhookDeliveries>;
 }
 
-function clientsOf(transport: Transport): Clients {
-  return { calls: createClient(Calls, transport), deliveries: createClient(WebhookDeliveries, transport) };
+function clientsOf(replica: Replica, transport: Transport): Clients {
+  return {
+    replica,
+    calls: createClient(Calls, transport),
+    deliveries: createClient(WebhookDeliveries, transport),
+  };
 }
 
 /** A request received, and the replica process whose socket sent it. */
@@ -128,7 +137,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", 
     let handler: Receiver;
     let states: Receiver;
     const replicas: Replica[] = [];
-    /** Per listening replica: clients over Connect (HTTP/1.1) for the first, gRPC for the second. */
+    /** Connect clients of the first listening replica, gRPC clients of the second (or of the first again). */
     const clients: Clients[] = [];
     const handled: Sent[] = [];
     const updates: Sent[] = [];
@@ -169,19 +178,32 @@ describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", 
           WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
           WEBHOOKS_POLL_INTERVAL_MS: "50",
         });
-        replicas.push({ ...proc, role, ...(role === "worker" ? {} : { base: `http://127.0.0.1:${port}` }) });
+        replicas.push({
+          ...proc,
+          role,
+          port,
+          ...(role === "worker" ? {} : { base: `http://127.0.0.1:${port}` }),
+        });
       }
       await Promise.all(replicas.map((r) => untilReady(r)));
-      for (const [i, r] of replicas.filter((r) => r.base !== undefined).entries()) {
-        const options = { baseUrl: r.base!, interceptors: [bearer(OPERATOR_TOKEN)] };
-        clients.push(
-          clientsOf(
-            i === 0
-              ? createConnectTransport({ ...options, httpVersion: "1.1" })
-              : createGrpcTransport(options),
-          ),
-        );
-      }
+      // Connect (HTTP/1.1) to the first listening replica, gRPC to the second (the api replica
+      // alone listens under api + worker: both protocols to it).
+      const listening = replicas.filter((r) => r.base !== undefined);
+      const [first, second = first] = listening;
+      clients.push(
+        clientsOf(
+          first!,
+          createConnectTransport({
+            baseUrl: first!.base!,
+            httpVersion: "1.1",
+            interceptors: [bearer(OPERATOR_TOKEN)],
+          }),
+        ),
+        clientsOf(
+          second!,
+          createGrpcTransport({ baseUrl: second!.base!, interceptors: [bearer(OPERATOR_TOKEN)] }),
+        ),
+      );
     }, 120_000);
 
     afterAll(async () => {
@@ -197,6 +219,10 @@ describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", 
 
     it("drives calls created through either replica to COMPLETED and delivers each state update once", async () => {
       const setup = clients[0]!;
+      // A worker serves nothing: its PORT is not listened on.
+      for (const r of replicas.filter((r) => r.role === "worker")) {
+        await expect(fetch(`http://127.0.0.1:${r.port}/readyz`)).rejects.toThrow();
+      }
       const transport = createConnectTransport({
         baseUrl: replicas.find((r) => r.base !== undefined)!.base!,
         httpVersion: "1.1",
@@ -236,7 +262,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", 
       let n = 0;
       const created = await Promise.all(
         clients.flatMap((c, via) =>
-          Array.from({ length: CALLS_PER_REPLICA }, async () => {
+          Array.from({ length: CALLS_PER_CLIENT }, async () => {
             const call = await c.calls.createCall({
               parent: PROJECT,
               call: {
@@ -255,10 +281,10 @@ describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", 
           }),
         ),
       );
-      const total = clients.length * CALLS_PER_REPLICA;
+      const total = clients.length * CALLS_PER_CLIENT;
       expect(new Set(created.map((c) => c.name)).size).toBe(total);
 
-      // Each call ends, read through a replica other than the one that created it when there is one.
+      // Each call ends, read through the other client (the other replica when there are two listening).
       const ended = new Map<string, Call>();
       for (const { name, via } of created) {
         const reader = clients[(via + 1) % clients.length]!;
@@ -291,9 +317,8 @@ describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", 
         const name = fromJsonString(CallRequestSchema, h.body).call?.name ?? "";
         drivers.set(name, (drivers.get(name) ?? new Set()).add(h.pid));
       }
-      const listening = replicas.filter((r) => r.base !== undefined);
       for (const { name, via } of created) {
-        expect([...(drivers.get(name) ?? [])], name).toEqual([listening[via]!.child.pid]);
+        expect([...(drivers.get(name) ?? [])], name).toEqual([clients[via]!.replica.child.pid]);
       }
 
       // Every state update delivered: each event DELIVERED after one round of one attempt.
