@@ -191,7 +191,9 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
     "dist/server.js",
     {
       ...Object.fromEntries(
-        Object.entries(process.env).filter(([k]) => !["NODE_OPTIONS", "TEST_DATABASE_URL"].includes(k)),
+        Object.entries(process.env).filter(
+          ([k]) => !["NODE_OPTIONS", "TEST_DATABASE_URL", "BENCH_CPU_PROF"].includes(k),
+        ),
       ),
       NODE_ENV: "production",
       DATABASE_URL: o.databaseUrl,
@@ -208,7 +210,13 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       ...o.serverEnv,
     },
     [],
-    { compiled: true },
+    {
+      compiled: true,
+      // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops.
+      nodeArgs: process.env.BENCH_CPU_PROF
+        ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+        : [],
+    },
   );
   try {
     const base = await discover(child);

@@ -9,7 +9,9 @@
  * 2. Simulator synthesis: LegMedia.render of 60 s of a leg answered with a
  *    SPEECH remote party, a few says and a bridge (two channels): CPU ms per
  *    minute of audio.
- * 3. The call engine end to end, in this process: build() on a fresh PGlite
+ * 3. The call engine end to end. On PostgreSQL the compiled server runs in
+ *    its own process (calls-server.ts: server CPU per call, webhook lag,
+ *    transactions per call, issue #12's item-4 targets); on PGlite in this process: build() on a fresh PGlite
  *    (a temp DATA_DIR) at SIMULATOR_TIME_SCALE=0.01, a local node:http
  *    call handler answering `<Say>Hello</Say><Wait Seconds="1"/>`, and
  *    BENCH_CALLS outgoing calls created through the Connect client
@@ -21,12 +23,16 @@
  *    calls NOT_ANSWERED; hence 0.01 (6 s). calls/s from the first
  *    create to every call over, CPU ms per call (this whole process: server,
  *    engine, simulator, handler and client), and rows written per call
- *    (pg_stat_database). The same on PostgreSQL when TEST_DATABASE_URL is
- *    set (a scratch database `sb_bench_<random>`, dropped afterwards).
+ *    (pg_stat_database). On PostgreSQL (when TEST_DATABASE_URL is set; a
+ *    scratch database `sb_bench_<random>`, dropped afterwards) the same
+ *    calls, with state updates, go to the compiled server in its own process.
  *
  * Knobs (env): BENCH_CALLS (100), BENCH_CALL_CONCURRENCY (20),
  * BENCH_RECORDING_ITERATIONS (2), BENCH_TIME_SCALE (0.01),
- * BENCH_CALL_TARGETS ("pglite,postgres"), BENCH_CALL_SECTIONS ("processing,media,engine").
+ * BENCH_CALL_TARGETS ("pglite,postgres"), BENCH_CALL_SECTIONS ("processing,media,engine"),
+ * BENCH_CPU_PROF (a folder: the PostgreSQL run's server writes a V8 CPU profile there). The
+ * server of the PostgreSQL run inherits the environment, so WEBHOOKS_BATCH_SIZE=50 and the
+ * like reach it.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
