@@ -9,7 +9,9 @@
  * 2. Simulator synthesis: LegMedia.render of 60 s of a leg answered with a
  *    SPEECH remote party, a few says and a bridge (two channels): CPU ms per
  *    minute of audio.
- * 3. The call engine end to end, in this process: build() on a fresh PGlite
+ * 3. The call engine end to end. On PostgreSQL the compiled server runs in
+ *    its own process (calls-server.ts: server CPU per call, webhook lag,
+ *    transactions per call, issue #12's item-4 targets); on PGlite in this process: build() on a fresh PGlite
  *    (a temp DATA_DIR) at SIMULATOR_TIME_SCALE=0.01, a local node:http
  *    call handler answering `<Say>Hello</Say><Wait Seconds="1"/>`, and
  *    BENCH_CALLS outgoing calls created through the Connect client
@@ -21,12 +23,16 @@
  *    calls NOT_ANSWERED; hence 0.01 (6 s). calls/s from the first
  *    create to every call over, CPU ms per call (this whole process: server,
  *    engine, simulator, handler and client), and rows written per call
- *    (pg_stat_database). The same on PostgreSQL when TEST_DATABASE_URL is
- *    set (a scratch database `sb_bench_<random>`, dropped afterwards).
+ *    (pg_stat_database). On PostgreSQL (when TEST_DATABASE_URL is set; a
+ *    scratch database `sb_bench_<random>`, dropped afterwards) the same
+ *    calls, with state updates, go to the compiled server in its own process.
  *
  * Knobs (env): BENCH_CALLS (100), BENCH_CALL_CONCURRENCY (20),
  * BENCH_RECORDING_ITERATIONS (2), BENCH_TIME_SCALE (0.01),
- * BENCH_CALL_TARGETS ("pglite,postgres"), BENCH_CALL_SECTIONS ("processing,media,engine").
+ * BENCH_CALL_TARGETS ("pglite,postgres"), BENCH_CALL_SECTIONS ("processing,media,engine"),
+ * BENCH_CPU_PROF (a folder: the PostgreSQL run's server writes a V8 CPU profile there). The
+ * server of the PostgreSQL run inherits the environment, so WEBHOOKS_BATCH_SIZE=50 and the
+ * like reach it.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -55,6 +61,9 @@ import { speechLike } from "../src/recordings/audio/signal.js";
 import { defaultProcessor, type RecordedAudio } from "../src/recordings/processing.js";
 import { build } from "../src/server.js";
 import { LegMedia, SAMPLE_RATE } from "../src/telephony/simulator/media.js";
+import { benchEngineServer, buildServer, type ServerEngineResult } from "./calls-server.js";
+import { engineTargetChecks, formatChecks } from "./calls-targets.js";
+import { killAllNow, stopAll } from "./children.js";
 
 // ---------------------------------------------------------------------------
 // configuration
@@ -500,10 +509,10 @@ async function onPglite(): Promise<EngineRow> {
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", ""]);
 
-async function onPostgres(adminUrl: string): Promise<EngineRow> {
+async function onPostgres(adminUrl: string): Promise<ServerEngineResult | Error> {
   const url = new URL(adminUrl);
   if (!LOOPBACK_HOSTS.has(url.hostname)) {
-    return failedRow("postgres", new Error(`refusing PostgreSQL at ${url.hostname}: only 127.0.0.1`));
+    return new Error(`refusing PostgreSQL at ${url.hostname}: only 127.0.0.1`);
   }
   const name = `sb_bench_${randomBytes(5).toString("hex")}`;
   const admin = () => postgres(adminUrl, { max: 1, onnotice: () => {}, connect_timeout: 10 });
@@ -519,28 +528,24 @@ async function onPostgres(adminUrl: string): Promise<EngineRow> {
     }
     url.pathname = `/${name}`;
     const database = openPostgres(url.toString());
-    let open = true;
     try {
       await database.migrate();
-      // The server's backends flush their statistics when they exit: read
-      // them once the app's pool is closed.
-      const finalStats = async () => {
-        open = false;
-        await sleep(500);
-        const s = postgres(url.toString(), { max: 1, onnotice: () => {} });
-        try {
-          return await readStats(async (q) => [...(await s.unsafe(q))] as Record<string, unknown>[]);
-        } finally {
-          await s.end({ timeout: 5 });
-        }
-      };
-      return await benchEngine("postgres", database, dir, finalStats);
     } finally {
-      if (open) await database.close().catch(() => {});
+      await database.close();
     }
+    return await benchEngineServer({
+      databaseUrl: url.toString(),
+      dataDir: dir,
+      calls: CALLS,
+      concurrency: CONCURRENCY,
+      timeScale: TIME_SCALE,
+      timeoutMs: ENGINE_TIMEOUT_MS,
+      log,
+    });
   } catch (err) {
-    return failedRow("postgres", err);
+    return err instanceof Error ? err : new Error(String(err));
   } finally {
+    await stopAll();
     if (created) {
       const a = admin();
       try {
@@ -570,11 +575,14 @@ async function main(): Promise<void> {
     log(`engine on pglite: ${CALLS} calls, concurrency ${CONCURRENCY}, time scale ${TIME_SCALE}`);
     engine.push(await onPglite());
   }
+  let onPg: ServerEngineResult | Error | undefined;
   if (SECTIONS.includes("engine") && ENGINE_TARGETS.includes("postgres")) {
     const adminUrl = process.env.TEST_DATABASE_URL;
     if (adminUrl) {
-      log(`engine on postgres: ${CALLS} calls, concurrency ${CONCURRENCY}`);
-      engine.push(await onPostgres(adminUrl));
+      log("building the server (npm run build, if stale): postgres runs the compiled dist/server.js");
+      await buildServer();
+      log(`engine on postgres (server in its own process): ${CALLS} calls, concurrency ${CONCURRENCY}`);
+      onPg = await onPostgres(adminUrl);
     } else {
       log("engine on postgres: skipped (set TEST_DATABASE_URL)");
     }
@@ -657,9 +665,70 @@ async function main(): Promise<void> {
     if (e.error) out.push(`  ${e.backend}: ${e.error}`);
     for (const x of e.examples ?? []) out.push(`  ${e.backend}: e.g. ${x}`);
   }
+  const pg = onPg instanceof Error ? undefined : onPg;
   out.push(
     "",
-    "CPU ms/call: user+system CPU of this whole process (server, engine, simulator, call handler and client)",
+    `3b. Call engine on PostgreSQL, the compiled server in its own process (Connect over HTTP/1.1, SIMULATOR_TIME_SCALE=${TIME_SCALE}, concurrency ${CONCURRENCY}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")})`,
+  );
+  if (onPg instanceof Error) out.push(`  postgres: ${errorText(onPg)}`);
+  else if (pg !== undefined) {
+    out.push(
+      table(
+        [
+          "backend",
+          "calls",
+          "COMPLETED",
+          "other",
+          "s",
+          "calls/s",
+          "server CPU ms/call",
+          "bench CPU ms/call",
+          "create p50/p99 ms",
+          "webhook lag p50/p99/max ms",
+          "updates",
+          "undelivered",
+          "xacts/call",
+          "rows/call",
+          "server RSS MB",
+        ],
+        [
+          [
+            "postgres",
+            String(pg.calls),
+            String(pg.completed),
+            pg.otherStates,
+            fmt(pg.seconds, 2),
+            fmt(pg.callsPerSecond),
+            fmt(pg.serverCpuMsPerCall, 2),
+            fmt(pg.benchCpuMsPerCall, 2),
+            `${fmt(pg.createP50Ms)}/${fmt(pg.createP99Ms)}`,
+            `${fmt(pg.lagP50Ms, 0)}/${fmt(pg.lagP99Ms, 0)}/${fmt(pg.lagMaxMs, 0)}`,
+            String(pg.stateUpdates),
+            String(pg.undelivered),
+            fmt(pg.xactsPerCall),
+            fmt(pg.rowsWrittenPerCall),
+            fmt(pg.serverRssMb, 0),
+          ],
+        ],
+      ),
+    );
+    if (pg.error) out.push(`  postgres: ${pg.error}`);
+  }
+  out.push(
+    "",
+    "Issue #12 item 4 (call engine on PostgreSQL) targets, this run:",
+    ...formatChecks(engineTargetChecks(pg)),
+  );
+  out.push(
+    "",
+    "server CPU ms/call (3b): the server process's user+system CPU (/proc/<pid>/stat, 10 ms ticks) from the",
+    "  first create to the last call's terminal state update received, per call; webhook lag: receipt minus",
+    "  webhook_events.create_time; xacts/call: pg_stat_database commits+rollbacks from after the warm-up to",
+    "  after the server exited (idle polls and heartbeat included).",
+    "CPU ms/call (3): user+system CPU of this whole process (server, engine, simulator, call handler and client)",
     "  over the run, divided by the calls; on postgres the database server's CPU is not counted.",
     "rows written/call, xacts/call: pg_stat_database (tup_inserted+updated+deleted, commits+rollbacks) over",
     "  the run; they include the engine's heartbeat and this benchmark's own few statistics queries.",
@@ -669,6 +738,8 @@ async function main(): Promise<void> {
   );
   process.stdout.write(`${out.join("\n")}\n`);
 }
+
+process.on("exit", killAllNow);
 
 main().catch((err) => {
   console.error(err);

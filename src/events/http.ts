@@ -4,10 +4,13 @@
  * the whole exchange (redirects and response body included), redirects
  * followed as fetch does (at most 5; 307/308 repeat the POST, 301/302/303
  * continue with GET), the destination guard (destinations.ts) on every hop,
- * and a fresh connection per request (no pooled sockets outlive it).
+ * and keep-alive connections (agents.ts: guarded and unguarded requests
+ * never share a pool). A request that fails on a reused socket before any
+ * response (the server closed it while idle) is sent once more on a new one.
  */
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { agentFor } from "./agents.js";
 import { checkLiteralHost, DestinationRefusedError, guardedLookup } from "./destinations.js";
 
 export interface HttpPostOptions {
@@ -116,7 +119,10 @@ function parseUrl(raw: string): URL {
   return url;
 }
 
-function once(
+/** Errors of a pooled socket the server closed while it was idle. */
+const STALE_SOCKET = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED"]);
+
+async function once(
   url: URL,
   method: string,
   headers: Record<string, string>,
@@ -124,23 +130,47 @@ function once(
   options: HttpPostOptions,
   signal: AbortSignal,
 ): Promise<HttpResponse> {
+  try {
+    return await exchange(url, method, headers, body, options, signal, false);
+  } catch (err) {
+    if (!(err instanceof StaleSocketError) || signal.aborted)
+      throw err instanceof StaleSocketError ? err.cause : err;
+    return exchange(url, method, headers, body, options, signal, true);
+  }
+}
+
+/** A request that failed on a reused keep-alive socket before any response. */
+class StaleSocketError extends Error {}
+
+function exchange(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  options: HttpPostOptions,
+  signal: AbortSignal,
+  fresh: boolean,
+): Promise<HttpResponse> {
   if (!options.allowPrivateDestinations) checkLiteralHost(url);
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const request = url.protocol === "https:" ? httpsRequest : httpRequest;
   const outgoing: Record<string, string> = { ...headers };
   if (body === undefined) delete outgoing["content-type"];
   else outgoing["content-length"] = String(Buffer.byteLength(body, "utf8"));
+  let responded = false;
   return new Promise<HttpResponse>((resolve, reject) => {
     const req = request(
       url,
       {
         method,
         headers: outgoing,
-        agent: false,
+        // A retry after a stale pooled socket gets a connection of its own.
+        agent: fresh ? false : agentFor(url.protocol, options.allowPrivateDestinations),
         signal,
         ...(options.allowPrivateDestinations ? {} : { lookup: guardedLookup }),
       },
       (res) => {
+        responded = true;
         const chunks: Buffer[] = [];
         let size = 0;
         let truncated = false;
@@ -163,7 +193,12 @@ function once(
         res.on("error", reject);
       },
     );
-    req.on("error", reject);
+    req.on("error", (err) => {
+      const code = (err as { code?: unknown }).code;
+      if (req.reusedSocket && !responded && typeof code === "string" && STALE_SOCKET.has(code)) {
+        reject(new StaleSocketError(err.message, { cause: err }));
+      } else reject(err);
+    });
     req.end(body);
   });
 }

@@ -159,6 +159,8 @@ function laterReceiver(): Receiver & { start(): Promise<void> } {
     get requests() {
       return get().requests;
     },
+    connections: () => get().connections(),
+    closeIdle: () => get().closeIdle(),
     handle: (h) => get().handle(h),
     close: async () => {
       await started?.close();

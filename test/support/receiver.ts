@@ -20,6 +20,10 @@ export interface Receiver {
   base: string;
   port: number;
   requests: ReceivedRequest[];
+  /** TCP connections accepted so far. */
+  connections(): number;
+  /** Closes the connections idle between requests (as a server's keep-alive timeout does). */
+  closeIdle(): void;
   /** Replaces the handler (default: 200 "ok"). */
   handle(handler: ReceiverHandler): void;
   close(): Promise<void>;
@@ -42,12 +46,16 @@ export async function startReceiver(): Promise<Receiver> {
       handler(received, res);
     });
   });
+  let connections = 0;
+  server.on("connection", () => connections++);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     base: `http://127.0.0.1:${port}`,
     port,
     requests,
+    connections: () => connections,
+    closeIdle: () => server.closeIdleConnections(),
     handle(h) {
       handler = h;
     },
