@@ -212,7 +212,13 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     live: credentialsLive,
   });
   const stopCredentialChanges = credentialChangesOf(database).subscribe((id) => credentials.invalidate(id));
-  credentialListener = listenForCredentialChanges(database, (id) => credentials.invalidate(id), log);
+  // Other replicas' changes arrive over LISTEN, a connection of its own: a
+  // server's. The embedded database is one process with a single session
+  // (its thread takes one connection), and in-process changes arrive above.
+  credentialListener =
+    owned?.driver === "pglite"
+      ? undefined
+      : listenForCredentialChanges(database, (id) => credentials.invalidate(id), log);
   const authenticator = new Authenticator({ operatorToken: operatorToken.token, store: credentials, clock });
   // Service accounts exchange signed assertions for access tokens (src/oauth/).
   const tokenIssuer = new TokenIssuer({

@@ -95,6 +95,10 @@ export function startPgliteThread(dataDir: string, template?: string): PgliteThr
     ready,
     connect() {
       const conn = nextConn++;
+      // PGlite has one session: a second connection at once would interleave
+      // its protocol messages with the first's (and lose, say, its unnamed
+      // prepared statement). Refused loudly rather than corrupting quietly.
+      const busy = sockets.size > 0;
       const socket = new Duplex({
         read() {},
         write(chunk: Buffer, _encoding, callback) {
@@ -124,6 +128,15 @@ export function startPgliteThread(dataDir: string, template?: string): PgliteThr
         setTimeout: () => socket,
       });
       Object.defineProperty(socket, "readyState", { get: () => (socket.destroyed ? "closed" : "open") });
+      if (busy) {
+        // After the client has attached its listeners to the stream it was handed.
+        setImmediate(() =>
+          socket.destroy(
+            new Error("the embedded database takes one connection at a time (PGlite has one session)"),
+          ),
+        );
+        return socket;
+      }
       sockets.set(conn, socket);
       return socket;
     },

@@ -11,8 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, isUniqueViolation, openEmbedded } from "../../src/db/client.js";
+import { startPgliteThread } from "../../src/db/pglite-thread.js";
 import { resultRows } from "../../src/numbering/rows.js";
 
 const root = mkdtempSync(join(tmpdir(), "sb-embedded-"));
@@ -90,6 +92,26 @@ describe("the embedded database thread", () => {
       clearInterval(timer);
     }
     expect(ticks).toBeGreaterThan(0);
+  });
+
+  it("refuses a second connection while one is open, instead of interleaving two sessions", async () => {
+    const thread = startPgliteThread(join(root, "one-session"));
+    try {
+      await thread.ready;
+      const first = postgres({ socket: () => thread.connect(), max: 1, onnotice: () => {} } as never);
+      const second = postgres({ socket: () => thread.connect(), max: 1, onnotice: () => {} } as never);
+      try {
+        expect((await first`select 1 as one`)[0]).toEqual({ one: 1 });
+        await expect(second`select 2`).rejects.toThrow(/one connection at a time/);
+        // The first connection goes on serving.
+        expect((await first`select 3 as three`)[0]).toEqual({ three: 3 });
+      } finally {
+        await second.end({ timeout: 1 });
+        await first.end({ timeout: 1 });
+      }
+    } finally {
+      await thread.close();
+    }
   });
 
   it("keeps the data of a restart and never copies the template over it", async () => {
