@@ -59,6 +59,7 @@ import type { AudioRef, LinkSigner } from "./links.js";
 import { type AudioProcessor, defaultProcessor, type ProcessedAudio } from "./processing.js";
 import { RecordingSchema, recordingToProto } from "./proto.js";
 import { RecordingsRepository } from "./repository.js";
+import { transcriptionAudio } from "./transcription-audio.js";
 
 export const RESOURCE_TYPE = "voice.api.enfonica.com/Recording";
 
@@ -232,28 +233,6 @@ async function withDeadline<T>(work: () => Promise<T>, ms: number): Promise<T> {
   }
 }
 
-/**
- * What the transcriber gets: the stored audio (the raw audio cut as post
- * processing cut it) and the network's speech, shifted by what was cut
- * from the start and clipped to what remains.
- */
-function transcriptionAudio(
-  audio: CompletedAudio,
-  processed: ProcessedAudio & { empty: false },
-): TranscriptionAudio {
-  const startSample = processed.trimmedStart ?? 0;
-  const length = Math.round((processed.durationMs * audio.sampleRate) / 1000);
-  const channels =
-    processed.channels ?? audio.channels.map((c) => c.subarray(startSample, startSample + length));
-  const shiftMs = (startSample * 1000) / audio.sampleRate;
-  const speech = audio.speech?.flatMap((s) => {
-    const start = Math.max(0, s.offsetMs - shiftMs);
-    const end = Math.min(processed.durationMs, s.offsetMs - shiftMs + s.durationMs);
-    return end > start ? [{ ...s, offsetMs: start, durationMs: end - start }] : [];
-  });
-  return { channels, sampleRate: audio.sampleRate, speech };
-}
-
 const MIME: Readonly<Record<AudioFormat, Pick<RenditionRow, "mimeType" | "encoding">>> = {
   wav: { mimeType: "audio/x-wav", encoding: "AUDIO_ENCODING_PCM_16BIT" },
   mp3: { mimeType: "audio/mpeg", encoding: "AUDIO_ENCODING_MP3" },
@@ -305,21 +284,13 @@ export class RecordingsDomain {
    * when the recording is no longer PENDING.
    */
   async complete(id: string, audio: CompletedAudio): Promise<Recording> {
-    try {
-      const recording = await this.process(id, audio);
-      await this.transcribeIfAsked(recording);
-      return recording;
-    } finally {
-      this.stored.delete(id);
-    }
+    const { recording, transcribed } = await this.process(id, audio);
+    await this.transcribeIfAsked(recording, transcribed);
+    return recording;
   }
 
-  /** What the transcriber gets of the last recording processed, by recording id. */
-  private readonly stored = new Map<string, TranscriptionAudio>();
-
-  private async transcribeIfAsked(recording: Recording): Promise<void> {
-    const audio = this.stored.get(recording.id);
-    this.stored.delete(recording.id);
+  /** Hands a terminal recording asked to be transcribed (with its audio, when it has any) to the transcriptions. */
+  private async transcribeIfAsked(recording: Recording, audio?: TranscriptionAudio): Promise<void> {
     const transcriptions = this.options.transcriptions;
     if (!recording.transcribe || transcriptions === undefined || recording.state === "PENDING") return;
     await transcriptions.transcribe(
@@ -337,13 +308,17 @@ export class RecordingsDomain {
     );
   }
 
-  private async process(id: string, audio: CompletedAudio): Promise<Recording> {
+  /** The recording, terminal, and what its transcription gets of its audio (when it asked for one and has audio). */
+  private async process(
+    id: string,
+    audio: CompletedAudio,
+  ): Promise<{ recording: Recording; transcribed?: TranscriptionAudio }> {
     const row = await this.pending(id);
     const endTimer = recordingProcessingDuration.startTimer();
-    const counted = (state: string) => (r: Recording) => {
+    const counted = (state: string) => (recording: Recording) => {
       endTimer();
       recordingsProcessedTotal.inc({ state });
-      return r;
+      return { recording };
     };
     let processed: ProcessedAudio;
     let stored: RenditionRow[] = [];
@@ -372,7 +347,6 @@ export class RecordingsDomain {
       }).then(counted("FAILED"));
     }
     if (processed.empty) return this.finish(row.id, { state: "EMPTY", channelCount }).then(counted("EMPTY"));
-    if (row.transcribe) this.stored.set(row.id, transcriptionAudio(audio, processed));
     const finished = await this.finish(row.id, {
       state: "SUCCEEDED",
       channelCount,
@@ -380,7 +354,8 @@ export class RecordingsDomain {
       renditions: stored,
       startTime: audio.startTime,
     });
-    return counted("SUCCEEDED")(finished);
+    const done = counted("SUCCEEDED")(finished);
+    return row.transcribe ? { ...done, transcribed: transcriptionAudio(audio, processed) } : done;
   }
 
   /** Ends a PENDING recording as FAILED with `code` (one that will never complete). */
