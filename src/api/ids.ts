@@ -4,21 +4,34 @@
  * bits of randomness, valid in every AIP-122 resource name and in URLs
  * without escaping.
  */
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 
 const LETTERS = "abcdefghijklmnopqrstuvwxyz";
 const ALPHANUMERIC = "abcdefghijklmnopqrstuvwxyz0123456789";
 export const RESOURCE_ID_LENGTH = 16;
+
+/**
+ * Random bytes drawn from a pool filled 4 KiB at a time (one call into the
+ * CSPRNG per ~120 ids instead of two per id). Each byte is used once.
+ */
+const pool = Buffer.alloc(4096);
+let poolAt = pool.length;
+
+function randomByte(): number {
+  if (poolAt === pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  return pool[poolAt++]!;
+}
 
 /** Draws characters of `alphabet` uniformly (rejection sampling, no modulo bias). */
 function draw(alphabet: string, count: number): string {
   const limit = 256 - (256 % alphabet.length);
   let out = "";
   while (out.length < count) {
-    for (const byte of randomBytes(count * 2)) {
-      if (byte < limit) out += alphabet[byte % alphabet.length];
-      if (out.length === count) break;
-    }
+    const byte = randomByte();
+    if (byte < limit) out += alphabet[byte % alphabet.length];
   }
   return out;
 }

@@ -63,6 +63,10 @@ export function effectivePageSize(requested: number): number {
   return Math.min(requested, MAX_PAGE_SIZE);
 }
 
+/** Recent hashes by canonical query: most lists repeat a few queries (one parent, no filter). */
+const queryHashes = new Map<string, string>();
+const QUERY_HASHES_MAX = 1000;
+
 /** A stable hash of the query a token is bound to (key order does not matter). */
 export function queryHash(query: PageRequest["query"]): string {
   const canonical = JSON.stringify(
@@ -70,7 +74,15 @@ export function queryHash(query: PageRequest["query"]): string {
       .sort()
       .map((k) => [k, query[k]]),
   );
-  return createHash("sha256").update(canonical).digest("base64url").slice(0, 22);
+  let hash = queryHashes.get(canonical);
+  if (hash === undefined) {
+    hash = createHash("sha256").update(canonical).digest("base64url").slice(0, 22);
+    if (canonical.length <= 512) {
+      if (queryHashes.size >= QUERY_HASHES_MAX) queryHashes.clear();
+      queryHashes.set(canonical, hash);
+    }
+  }
+  return hash;
 }
 
 /**

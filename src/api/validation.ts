@@ -17,6 +17,7 @@ import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import type { Interceptor } from "@connectrpc/connect";
 import { type FieldViolation, invalidArgument } from "./errors.js";
+import { nativeRegexMatch } from "./native-regex.js";
 import { unsafeInput } from "./safe-input.js";
 
 export function validateMessage(validator: Validator, desc: DescMessage, message: Message): void {
@@ -36,7 +37,12 @@ export function validateMessage(validator: Validator, desc: DescMessage, message
   throw result.error;
 }
 
-export function createValidationInterceptor(validator: Validator = createValidator()): Interceptor {
+/** The validator of every request: patterns on the platform's RegExp (native-regex.ts). */
+export function createRequestValidator(): Validator {
+  return createValidator({ regexMatch: nativeRegexMatch });
+}
+
+export function createValidationInterceptor(validator: Validator = createRequestValidator()): Interceptor {
   return (next) => (req) => {
     if (!req.stream) {
       validateMessage(validator, req.method.input, req.message);

@@ -121,6 +121,15 @@ export class CachingCredentialStore implements CredentialStore {
     return this.inner.findAccessToken(tokenId);
   }
 
+  /** The key when it is cached (and may be served) now; no lookup. */
+  cachedApiKey(keyId: string): StoredKey | undefined {
+    const hit = this.entries.get(keyId);
+    if (hit === undefined || !this.live()) return undefined;
+    if (hit.expires > this.now()) return hit.key;
+    this.entries.delete(keyId);
+    return undefined;
+  }
+
   async findApiKey(keyId: string): Promise<StoredKey | undefined> {
     const live = this.live();
     if (live) {

@@ -12,6 +12,7 @@
  * message arrives, before the handler sees it (`guardFirst`), so a denied
  * stream gets PERMISSION_DENIED before anything else.
  */
+import { timingSafeEqual } from "node:crypto";
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import { create, getOption } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
@@ -58,6 +59,8 @@ export interface StoredKey {
 /** What authentication needs from storage. */
 export interface CredentialStore {
   findApiKey(keyId: string): Promise<StoredKey | undefined>;
+  /** The key when the store holds it in memory now (a cache): no lookup. Optional. */
+  cachedApiKey?(keyId: string): StoredKey | undefined;
   /** A service account's access token by its id (src/oauth/). */
   findAccessToken(tokenId: string): Promise<StoredAccessToken | undefined>;
   /** The ids among `ids` that name no existing project. */
@@ -127,15 +130,35 @@ function resourcePatterns(desc: DescMessage): RegExp[] {
   return compiled;
 }
 
+/** The fields along a path of `desc`, resolved once (undefined where a part names no field). */
+const resolvedPaths = new WeakMap<DescMessage, Map<string, (DescField | undefined)[]>>();
+
+function resolvePath(desc: DescMessage, path: string): (DescField | undefined)[] {
+  let byPath = resolvedPaths.get(desc);
+  if (byPath === undefined) {
+    byPath = new Map();
+    resolvedPaths.set(desc, byPath);
+  }
+  let fields = byPath.get(path);
+  if (fields === undefined) {
+    fields = [];
+    let d: DescMessage | undefined = desc;
+    for (const part of path.split(".")) {
+      const field: DescField | undefined = d?.fields.find((f) => f.name === part);
+      fields.push(field);
+      d = field?.fieldKind === "message" ? field.message : undefined;
+    }
+    byPath.set(path, fields);
+  }
+  return fields;
+}
+
 /** Reads a string at a proto-name field path, e.g. `regulatory_listing.name`. */
 export function readPath(desc: DescMessage, message: Message, path: string): string {
-  let d: DescMessage | undefined = desc;
   let m: unknown = message;
-  for (const part of path.split(".")) {
-    const field: DescField | undefined = d?.fields.find((f) => f.name === part);
+  for (const field of resolvePath(desc, path)) {
     if (!field || m === undefined || m === null) return "";
     m = (m as Record<string, unknown>)[field.localName];
-    d = field.fieldKind === "message" ? field.message : undefined;
   }
   return typeof m === "string" ? m : "";
 }
@@ -158,6 +181,26 @@ function keyGrants(stored: StoredKey): ReadonlyMap<string, ReadonlySet<string>> 
   return grants;
 }
 
+/**
+ * The secret a (cached) StoredKey object was last verified with: a request
+ * presenting the same secret is compared with it in constant time instead
+ * of hashed again. The object is replaced whenever the key changes
+ * (invalidation), so a changed key is verified afresh.
+ */
+const verifiedSecrets = new WeakMap<StoredKey, Buffer>();
+
+/** Whether `secret` is the secret of `stored` (SHA-256 compared in constant time; remembered per object). */
+function secretMatches(secret: string, stored: StoredKey): boolean {
+  const given = Buffer.from(secret, "utf8");
+  const verified = verifiedSecrets.get(stored);
+  if (verified !== undefined && verified.length === given.length && timingSafeEqual(verified, given)) {
+    return true;
+  }
+  if (!safeEqual(hashSecret(secret), stored.secretHash)) return false;
+  verifiedSecrets.set(stored, given);
+  return true;
+}
+
 export interface AuthOptions {
   operatorToken: string;
   store: CredentialStore;
@@ -176,6 +219,17 @@ function grantsOf(bindings: StoredKey["bindings"]): Map<string, Set<string>> {
   return grants;
 }
 
+const OPERATOR: Principal = Object.freeze({ kind: "operator" });
+
+/** The principal of an API key, once found: UNAUTHENTICATED unless the secret is its own and it is enabled. */
+function apiKeyPrincipal(secret: string, keyId: string, stored: StoredKey | undefined): Principal {
+  if (stored === undefined || !secretMatches(secret, stored)) {
+    throw unauthenticated("CREDENTIALS_INVALID", "invalid credentials");
+  }
+  if (stored.disabled) throw unauthenticated("API_KEY_DISABLED", "the API key is disabled");
+  return { kind: "apiKey", keyId, grants: keyGrants(stored) };
+}
+
 export class Authenticator {
   constructor(private readonly options: AuthOptions) {}
 
@@ -184,6 +238,15 @@ export class Authenticator {
   }
 
   async authenticate(authorization: string | null): Promise<Principal> {
+    return this.authenticateNow(authorization);
+  }
+
+  /**
+   * authenticate(), answered synchronously when no lookup is needed (the
+   * operator, or an API key the store holds in memory): the hot path costs
+   * no promise. Throws (synchronously) what authenticate() rejects with.
+   */
+  authenticateNow(authorization: string | null): Principal | Promise<Principal> {
     const secret = bearer(authorization);
     if (secret === undefined) {
       throw unauthenticated(
@@ -191,16 +254,15 @@ export class Authenticator {
         "missing credentials: send 'Authorization: Bearer <api key secret>'",
       );
     }
-    if (safeEqual(secret, this.options.operatorToken)) return { kind: "operator" };
+    if (safeEqual(secret, this.options.operatorToken)) return OPERATOR;
     const tokenId = accessTokenIdOf(secret);
     if (tokenId !== undefined) return this.authenticateAccessToken(secret, tokenId);
     const keyId = keyIdOf(secret);
-    const stored = keyId === undefined ? undefined : await this.options.store.findApiKey(keyId);
-    if (!keyId || !stored || !safeEqual(hashSecret(secret), stored.secretHash)) {
-      throw unauthenticated("CREDENTIALS_INVALID", "invalid credentials");
-    }
-    if (stored.disabled) throw unauthenticated("API_KEY_DISABLED", "the API key is disabled");
-    return { kind: "apiKey", keyId, grants: keyGrants(stored) };
+    if (keyId === undefined) throw unauthenticated("CREDENTIALS_INVALID", "invalid credentials");
+    const store = this.options.store;
+    const cached = store.cachedApiKey?.(keyId);
+    if (cached !== undefined) return apiKeyPrincipal(secret, keyId, cached);
+    return store.findApiKey(keyId).then((stored) => apiKeyPrincipal(secret, keyId, stored));
   }
 
   /**
@@ -272,24 +334,28 @@ export function createAuthInterceptor(
   auth: Authenticator,
   policies: Policies = METHOD_POLICIES,
 ): Interceptor {
-  return (next) => async (req) => {
+  return (next) => (req) => {
     const policy = policies[`${req.service.typeName}/${req.method.name}`];
     if (policy === undefined) {
       throw reasonError(Code.PermissionDenied, "NO_POLICY", "method has no permission policy");
     }
     if (policy.public) return next(req);
-    const principal = await auth.authenticate(req.header.get("authorization"));
-    auth.checkScope(principal, req.service.typeName);
-    req.contextValues.set(principalKey, principal);
-    if (req.stream) {
-      const input = req.method.input;
-      return next({
-        ...req,
-        message: guardFirst(req.message, (m) => auth.authorize(principal, policy, input, m)),
-      });
-    }
-    auth.authorize(principal, policy, req.method.input, req.message);
-    return next(req);
+    // Synchronous when the credential needs no lookup (the cached hot path).
+    const found = auth.authenticateNow(req.header.get("authorization"));
+    const proceed = (principal: Principal) => {
+      auth.checkScope(principal, req.service.typeName);
+      req.contextValues.set(principalKey, principal);
+      if (req.stream) {
+        const input = req.method.input;
+        return next({
+          ...req,
+          message: guardFirst(req.message, (m) => auth.authorize(principal, policy, input, m)),
+        });
+      }
+      auth.authorize(principal, policy, req.method.input, req.message);
+      return next(req);
+    };
+    return found instanceof Promise ? found.then(proceed) : proceed(found);
   };
 }
 
@@ -342,12 +408,18 @@ export function createProjectExistsInterceptor(
   store: CredentialStore,
   policies: Policies = METHOD_POLICIES,
 ): Interceptor {
-  return (next) => async (req) => {
+  return (next) => (req) => {
     const principal = req.contextValues.get(principalKey);
+    if (principal?.kind !== "operator") return next(req);
     const policy = policies[`${req.service.typeName}/${req.method.name}`];
-    if (principal?.kind !== "operator" || policy === undefined || policy.projects.length === 0) {
-      return next(req);
-    }
+    if (policy === undefined || policy.projects.length === 0) return next(req);
+    return checked(next, req, policy);
+  };
+  async function checked(
+    next: Parameters<Interceptor>[0],
+    req: Parameters<ReturnType<Interceptor>>[0],
+    policy: MethodPolicy,
+  ): ReturnType<ReturnType<Interceptor>> {
     const input = req.method.input;
     if (req.stream) {
       // A stream names its projects in its first message (see guardFirst).
@@ -358,5 +430,5 @@ export function createProjectExistsInterceptor(
     }
     await checkProjectsExist(store, policy, input, req.message);
     return next(req);
-  };
+  }
 }

@@ -30,6 +30,11 @@ export class TokenUrl {
 
   /** The path the endpoint answers on besides /oauth2/token. */
   get path(): string {
-    return new URL(this.url).pathname;
+    // Asked by every request going down the fallback chain: parsed once per URL.
+    const url = this.url;
+    if (url !== this.parsed?.url) this.parsed = { url, path: new URL(url).pathname };
+    return this.parsed.path;
   }
+
+  private parsed: { url: string; path: string } | undefined;
 }

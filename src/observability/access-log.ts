@@ -16,7 +16,7 @@ import type { Logger } from "../log.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "../transport/types.js";
 import { requestDuration, requestsInFlight, requestsTotal } from "./metrics.js";
 import { type RequestContext, requestContext, requestIdFrom, type TransportName } from "./request-context.js";
-import { type Span, SpanStatusCode, startRequestSpan } from "./tracing.js";
+import { type Span, SpanStatusCode, startRequestSpan, tracingEnabled } from "./tracing.js";
 
 /** The transport a request arrived on, as far as its headers tell (Connect unary and REST look alike here). */
 function transportOf(req: NodeServerRequest): TransportName {
@@ -112,6 +112,9 @@ function countWrites(res: NodeServerResponse): { bytes: number } {
 }
 
 export function withAccessLog(handler: NodeHandlerFn, log: Logger): NodeHandlerFn {
+  // The access log's lines hold no secret (ids, names, codes, sizes): written
+  // without the redaction pass the service logger makes over every line.
+  const accessLog = log.child({}, { redact: { paths: [] } });
   return (req, res) => {
     const started = performance.now();
     const ctx: RequestContext = {
@@ -131,8 +134,9 @@ export function withAccessLog(handler: NodeHandlerFn, log: Logger): NodeHandlerF
       done = true;
       requestsInFlight.dec();
       const seconds = (performance.now() - started) / 1000;
-      const route = httpRouteOf(req.url);
       const rpc = ctx.service !== undefined;
+      // Plain HTTP routes only: an RPC's labels are its service and method.
+      const route = rpc ? "" : httpRouteOf(req.url);
       const code = ctx.code ?? (res.headersSent ? codeOfStatus(res.statusCode) : "CANCELLED");
       const labels = {
         service: rpc ? ctx.service! : "http",
@@ -142,52 +146,60 @@ export function withAccessLog(handler: NodeHandlerFn, log: Logger): NodeHandlerF
       };
       requestsTotal.inc(labels);
       requestDuration.observe(labels, seconds);
-      if (span !== undefined) {
-        if (rpc) span.updateName(`${ctx.service}/${ctx.method}`);
-        span.setAttributes({
-          "rpc.system": rpc
-            ? ctx.transport === "grpc" || ctx.transport === "grpc-web"
-              ? "grpc"
-              : "connect_rpc"
-            : "",
-          ...(rpc ? { "rpc.service": ctx.service!, "rpc.method": ctx.method! } : {}),
-          "switchboard.transport": ctx.transport,
-          "switchboard.request_id": ctx.id,
-          "switchboard.code": code,
-          "http.response.status_code": res.statusCode,
-          ...(ctx.project === undefined ? {} : { "switchboard.project": ctx.project }),
-        });
-        if (code !== "OK") span.setStatus({ code: SpanStatusCode.ERROR, message: code });
-        span.end();
-      }
+      if (span !== undefined) endSpan(span, ctx, code, res.statusCode);
       const level = isHealthProbe(ctx, route) ? "debug" : "info";
-      if (!log.isLevelEnabled(level)) return;
+      if (!accessLog.isLevelEnabled(level)) return;
+      // Built field by field (no spreads): the same keys, in the same order.
+      const line: Record<string, unknown> = { requestId: ctx.id, transport: ctx.transport };
+      if (rpc) {
+        line.service = ctx.service;
+        line.method = ctx.method;
+      } else {
+        line.httpMethod = req.method;
+        line.path = loggedPath(req.url);
+      }
+      if (ctx.project !== undefined) line.project = ctx.project;
+      if (ctx.credential !== undefined) line.credential = ctx.credential;
+      line.code = code;
+      line.status = res.statusCode;
+      line.ms = Math.round(seconds * 1000);
       const contentLength = req.headers["content-length"];
-      log[level](
-        {
-          requestId: ctx.id,
-          transport: ctx.transport,
-          ...(rpc
-            ? { service: ctx.service, method: ctx.method }
-            : { httpMethod: req.method, path: loggedPath(req.url) }),
-          ...(ctx.project === undefined ? {} : { project: ctx.project }),
-          ...(ctx.credential === undefined ? {} : { credential: ctx.credential }),
-          code,
-          status: res.statusCode,
-          ms: Math.round(seconds * 1000),
-          ...(contentLength === undefined ? {} : { bytesIn: Number(contentLength) }),
-          bytesOut: written.bytes,
-        },
-        "request",
-      );
+      if (contentLength !== undefined) line.bytesIn = Number(contentLength);
+      line.bytesOut = written.bytes;
+      accessLog[level](line, "request");
     };
     res.once("close", finish);
     res.once("finish", finish);
+    if (!tracingEnabled()) {
+      requestContext.run(ctx, () => handler(req, res));
+      return;
+    }
     startRequestSpan(req.headers, `${req.method ?? "GET"} ${httpRouteOf(req.url)}`, (s) => {
       span = s;
       requestContext.run(ctx, () => handler(req, res));
     });
   };
+}
+
+/** Names the request's span after its RPC, sets its attributes and status, and ends it. */
+function endSpan(span: Span, ctx: RequestContext, code: string, status: number): void {
+  const rpc = ctx.service !== undefined;
+  if (rpc) span.updateName(`${ctx.service}/${ctx.method}`);
+  span.setAttributes({
+    "rpc.system": rpc
+      ? ctx.transport === "grpc" || ctx.transport === "grpc-web"
+        ? "grpc"
+        : "connect_rpc"
+      : "",
+    ...(rpc ? { "rpc.service": ctx.service!, "rpc.method": ctx.method! } : {}),
+    "switchboard.transport": ctx.transport,
+    "switchboard.request_id": ctx.id,
+    "switchboard.code": code,
+    "http.response.status_code": status,
+    ...(ctx.project === undefined ? {} : { "switchboard.project": ctx.project }),
+  });
+  if (code !== "OK") span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+  span.end();
 }
 
 /** A fallback-chain link that marks the requests reaching it as REST (the google.api.http routes). */

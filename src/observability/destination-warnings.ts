@@ -16,7 +16,7 @@
  */
 import { isIP } from "node:net";
 import type { DescMessage, Message } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
+import type { Interceptor, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import { isPublicAddress } from "../events/destinations.js";
 import { currentRequest } from "./request-context.js";
 
@@ -72,18 +72,46 @@ export function destinationWarning(path: string, uri: string): string {
   return `299 switchboard "${text.replace(/["\\]/g, "\\$&").replace(/[^\x20-\x7e]/g, "?")}"`;
 }
 
-/** Runs after validation; a no-op when private destinations are allowed. */
-export function createDestinationWarningInterceptor(allowPrivateDestinations: boolean): Interceptor {
-  return (next) => async (req) => {
-    if (allowPrivateDestinations || req.stream) return next(req);
-    const found = refusedDestinations(req.method.input, req.message);
-    const res = await next(req);
-    if (found.length > 0) {
-      const warnings = found.map(([path, uri]) => destinationWarning(path, uri));
-      const ctx = currentRequest();
-      if (ctx?.setResponseHeader !== undefined) ctx.setResponseHeader("warning", warnings);
-      else for (const w of warnings) res.header.append("warning", w);
+const uriFieldsCache = new WeakMap<DescMessage, boolean>();
+
+/** Whether messages of `desc` can hold a URI field (at the depths refusedDestinations reads). */
+function hasUriFields(desc: DescMessage, depth = 0, seen = new Set<DescMessage>()): boolean {
+  const cached = uriFieldsCache.get(desc);
+  if (cached !== undefined) return cached;
+  if (depth > 8 || seen.has(desc)) return false;
+  seen.add(desc);
+  let found = false;
+  for (const field of desc.fields) {
+    if ((field.fieldKind === "scalar" || field.fieldKind === "list") && URI_FIELD.test(field.name))
+      found = true;
+    else if (field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message")) {
+      found = hasUriFields(field.message, depth + 1, seen);
     }
-    return res;
+    if (found) break;
+  }
+  seen.delete(desc);
+  // Only answers reached from the top are complete (a cycle cut short answers false).
+  if (depth === 0) uriFieldsCache.set(desc, found);
+  return found;
+}
+
+/** Runs after validation; a no-op when private destinations are allowed, or the request has no URI field. */
+export function createDestinationWarningInterceptor(allowPrivateDestinations: boolean): Interceptor {
+  if (allowPrivateDestinations) return (next) => next;
+  return (next) => (req) => {
+    if (req.stream || !hasUriFields(req.method.input)) return next(req);
+    return warned(next, req);
   };
+}
+
+async function warned(next: Parameters<Interceptor>[0], req: UnaryRequest): Promise<UnaryResponse> {
+  const found = refusedDestinations(req.method.input, req.message);
+  const res = (await next(req)) as UnaryResponse;
+  if (found.length > 0) {
+    const warnings = found.map(([path, uri]) => destinationWarning(path, uri));
+    const ctx = currentRequest();
+    if (ctx?.setResponseHeader !== undefined) ctx.setResponseHeader("warning", warnings);
+    else for (const w of warnings) res.header.append("warning", w);
+  }
+  return res;
 }

@@ -171,6 +171,29 @@ export function setQueryWrapper(wrapper: QueryWrapper | undefined): void {
   queryWrapper = wrapper;
 }
 
+/**
+ * Runs one statement timed as every drizzle statement is (the
+ * db_query_duration histogram; a span when tracing is on): for statements
+ * run on the driver directly (src/db/direct.ts).
+ */
+export function timedStatement<T>(sql: string, run: () => Promise<T>): Promise<T> {
+  const operation = operationOf(sql);
+  const timed = () => {
+    const end = dbQueryDuration.startTimer({ operation });
+    return run().then(
+      (value) => {
+        end({ outcome: "ok" });
+        return value;
+      },
+      (err: unknown) => {
+        end({ outcome: "error" });
+        throw err;
+      },
+    );
+  };
+  return queryWrapper === undefined ? timed() : queryWrapper(operation, sql, timed);
+}
+
 let patched = false;
 /**
  * Times every statement drizzle runs, on both drivers: both prepared query
@@ -189,20 +212,6 @@ export function instrumentDrizzle(): void {
     params: unknown[],
     query: () => Promise<unknown>,
   ) {
-    const operation = operationOf(sql);
-    const run = () => {
-      const end = dbQueryDuration.startTimer({ operation });
-      return original.call(this, sql, params, query).then(
-        (value) => {
-          end({ outcome: "ok" });
-          return value;
-        },
-        (err: unknown) => {
-          end({ outcome: "error" });
-          throw err;
-        },
-      );
-    };
-    return queryWrapper === undefined ? run() : queryWrapper(operation, sql, run);
+    return timedStatement(sql, () => original.call(this, sql, params, query));
   };
 }

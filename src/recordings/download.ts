@@ -26,6 +26,9 @@ function writeError(res: NodeServerResponse, code: number, status: string, messa
 
 export function recordingAudioRoute(domain: RecordingsDomain): Fallback {
   return async (req, res) => {
+    // Every request of the fallback chain (REST included) passes here: no URL
+    // parsing unless the path can be an audio link (URL reads \ as /).
+    if (!(req.url ?? "").includes("recordings")) return false;
     const url = new URL(req.url ?? "/", "http://localhost");
     const ref = parseAudioPath(url.pathname);
     if (ref === undefined) return false;

@@ -94,6 +94,22 @@ describe.each(testDatabases())("credential cache on $name", (backend) => {
     expect(a.app.credentials.cache.misses).toBe(misses + 1);
   });
 
+  it("refuses another secret with a cached key's id (the verified secret is compared, not trusted by id)", async () => {
+    const p = await project();
+    const key = await keyOn(a.base, p);
+    const list = `/v1beta1/projects/${p}/regulatoryListings`;
+    expect((await call(a.base, "GET", list, undefined, key.secret)).status).toBe(200);
+    expect(a.app.credentials.cache.has(key.id)).toBe(true);
+    const random = key.secret.slice(-43);
+    const flipped = random[0] === "A" ? `B${random.slice(1)}` : `A${random.slice(1)}`;
+    for (const forged of [`sb_${key.id}_${flipped}`, `sb_${key.id}_${"x".repeat(43)}`]) {
+      const refused = await call(a.base, "GET", list, undefined, forged);
+      expect(refused.status).toBe(401);
+      expect(refused.json.error.details[0].reason).toBe("CREDENTIALS_INVALID");
+    }
+    expect((await call(a.base, "GET", list, undefined, key.secret)).status).toBe(200);
+  });
+
   it("stops a disabled, rebound or deleted key at once, on this app and on another sharing the database", async () => {
     const p = await project();
     const key = await keyOn(a.base, p);

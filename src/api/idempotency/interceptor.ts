@@ -232,12 +232,22 @@ export function createIdempotencyInterceptor(options: IdempotencyOptions): Inter
     return res;
   }
 
-  return (next) => async (req) => {
+  return (next) => (req) => {
+    // Synchronous pass-through (no promise of its own) for what takes no key.
     if (req.stream) return next(req);
     const method = `${req.service.typeName}/${req.method.name}`;
     if (!IDEMPOTENT_METHODS.has(method)) return next(req);
     const raw = req.header.get(IDEMPOTENCY_KEY_HEADER);
     if (raw === null) return next(req);
+    return keyed(next, req, method, raw);
+  };
+
+  async function keyed(
+    next: Parameters<Interceptor>[0],
+    req: UnaryRequest,
+    method: string,
+    raw: string,
+  ): ReturnType<ReturnType<Interceptor>> {
     const key = parseIdempotencyKey(raw);
     const unary = next as (req: UnaryRequest) => Promise<UnaryResponse>;
     const projectId = projectOf(readPath(req.method.input, req.message, "parent"));
@@ -284,7 +294,7 @@ export function createIdempotencyInterceptor(options: IdempotencyOptions): Inter
       }
       return res;
     });
-  };
+  }
 }
 
 /**

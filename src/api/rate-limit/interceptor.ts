@@ -63,7 +63,9 @@ export function createRateLimitInterceptor(options: RateLimitOptions): Intercept
   const keys = new TokenBuckets(options.limits.apiKey, clock);
   const projects = new TokenBuckets(options.limits.project, clock);
   const calls = new TokenBuckets(options.limits.createCall, clock);
-  return (next) => async (req) => {
+  // No limit configured (all 0): nothing to count, nothing in the chain.
+  if (!keys.enabled && !projects.enabled && !calls.enabled) return (next) => next;
+  return (next) => (req) => {
     const principal = req.contextValues.get(principalKey);
     if (principal === undefined || principal.kind === "operator") return next(req);
     const procedure = `${req.service.typeName}/${req.method.name}`;

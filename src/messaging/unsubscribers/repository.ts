@@ -1,11 +1,46 @@
 /** Storage of unsubscribers: the `unsubscribers` table, nothing else. */
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
+import { preparedOn } from "../../db/prepared.js";
 import { type NewUnsubscriberRow, unsubscribers as t, type UnsubscriberRow } from "../../db/schema/index.js";
 
 /** The unique index that makes `phone` unique within a project. */
 export const PHONE_UNIQUE_INDEX = "unsubscribers_project_phone_key";
+
+/** Get and List (without a phone filter): prepared once per database handle (src/db/prepared.ts). */
+function prepareReads(db: DbOrTx) {
+  const ph = sql.placeholder;
+  return {
+    find: db
+      .select()
+      .from(t)
+      .where(and(eq(t.projectId, ph("projectId")), eq(t.id, ph("id"))))
+      .prepare("unsubscribers_find"),
+    firstPage: db
+      .select()
+      .from(t)
+      .where(eq(t.projectId, ph("projectId")))
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(ph("limit"))
+      .prepare("unsubscribers_first_page"),
+    nextPage: db
+      .select()
+      .from(t)
+      .where(
+        and(
+          eq(t.projectId, ph("projectId")),
+          // keysetAfter() with placeholders
+          sql`(${t.createTime}, ${t.id}) < (${ph("afterTime")}::timestamptz, ${ph("afterId")}::text)`,
+        ),
+      )
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(ph("limit"))
+      .prepare("unsubscribers_next_page"),
+  };
+}
+
+const preparedReads = new WeakMap<object, ReturnType<typeof prepareReads>>();
 
 export class UnsubscribersRepository {
   constructor(readonly db: DbOrTx) {}
@@ -38,6 +73,11 @@ export class UnsubscribersRepository {
   }
 
   async find(projectId: string, id: string): Promise<UnsubscriberRow | undefined> {
+    const reads = preparedOn(preparedReads, this.db, prepareReads);
+    if (reads !== undefined) {
+      const [row] = await reads.find.execute({ projectId, id });
+      return row;
+    }
     const [row] = await this.db
       .select()
       .from(t)
@@ -60,6 +100,16 @@ export class UnsubscribersRepository {
     after: PagePosition | undefined,
     limit: number,
   ): Promise<UnsubscriberRow[]> {
+    const reads = phone === undefined ? preparedOn(preparedReads, this.db, prepareReads) : undefined;
+    if (reads !== undefined) {
+      if (after === undefined) return reads.firstPage.execute({ projectId, limit });
+      return reads.nextPage.execute({
+        projectId,
+        limit,
+        afterTime: after.createTime.toISOString(),
+        afterId: after.id,
+      });
+    }
     return this.db
       .select()
       .from(t)

@@ -1,6 +1,7 @@
 /** Storage of the number inventory: the `inventory_numbers` table, nothing else. */
 import { and, asc, eq, gt, type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../../db/client.js";
+import { preparedOn } from "../../db/prepared.js";
 import {
   type InventoryNumberRow,
   type NumberTypeValue,
@@ -31,6 +32,19 @@ export interface InventorySearch {
   /** Numbers held, or in quarantine, at this time are not offered. */
   now: Date;
 }
+
+/** A number's lookup: prepared once per database handle (src/db/prepared.ts). */
+function prepareReads(db: DbOrTx) {
+  return {
+    find: db
+      .select()
+      .from(t)
+      .where(eq(t.phoneNumber, sql.placeholder("phoneNumber")))
+      .prepare("inventory_numbers_find"),
+  };
+}
+
+const preparedReads = new WeakMap<object, ReturnType<typeof prepareReads>>();
 
 export class InventoryRepository {
   constructor(private readonly db: DbOrTx) {}
@@ -67,6 +81,11 @@ export class InventoryRepository {
   }
 
   async find(phoneNumber: string): Promise<InventoryNumberRow | undefined> {
+    const reads = preparedOn(preparedReads, this.db, prepareReads);
+    if (reads !== undefined) {
+      const [row] = await reads.find.execute({ phoneNumber });
+      return row;
+    }
     const [row] = await this.db.select().from(t).where(eq(t.phoneNumber, phoneNumber));
     return row;
   }

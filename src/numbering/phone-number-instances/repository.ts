@@ -6,6 +6,7 @@
 import { and, eq, getTableColumns, isNull, ne, type SQL, sql } from "drizzle-orm";
 import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
+import { preparedOn } from "../../db/prepared.js";
 import {
   type NewPhoneNumberInstanceRow,
   numberHoldings,
@@ -45,6 +46,48 @@ export type InstanceChanges = Partial<
   >
 > & { updateTime: Date };
 
+/**
+ * Get, List without a prefix or deleted instances, and the number lookup
+ * (every CreateCall's caller ID): prepared once per database handle
+ * (src/db/prepared.ts).
+ */
+function prepareReads(db: DbOrTx) {
+  const ph = sql.placeholder;
+  const select = () =>
+    db
+      .select({ instance: getTableColumns(t), listing: getTableColumns(regulatoryListings) })
+      .from(t)
+      .leftJoin(regulatoryListings, eq(regulatoryListings.id, t.regulatoryListingId));
+  const live = and(eq(t.projectId, ph("projectId")), ne(t.lifecycleState, "DELETED"));
+  return {
+    find: select()
+      .where(and(eq(t.projectId, ph("projectId")), eq(t.id, ph("id"))))
+      .prepare("phone_number_instances_find"),
+    firstPage: select()
+      .where(live)
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(ph("limit"))
+      .prepare("phone_number_instances_first_page"),
+    nextPage: select()
+      .where(
+        and(
+          live,
+          // keysetAfter() with placeholders
+          sql`(${t.createTime}, ${t.id}) < (${ph("afterTime")}::timestamptz, ${ph("afterId")}::text)`,
+        ),
+      )
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(ph("limit"))
+      .prepare("phone_number_instances_next_page"),
+    holderOf: select()
+      .innerJoin(numberHoldings, eq(numberHoldings.instanceId, t.id))
+      .where(and(eq(numberHoldings.phoneNumber, ph("phoneNumber")), isNull(numberHoldings.releaseTime)))
+      .prepare("phone_number_instances_holder_of"),
+  };
+}
+
+const preparedReads = new WeakMap<object, ReturnType<typeof prepareReads>>();
+
 export class PhoneNumberInstancesRepository {
   constructor(private readonly db: DbOrTx) {}
 
@@ -61,6 +104,11 @@ export class PhoneNumberInstancesRepository {
   }
 
   async find(projectId: string, id: string): Promise<InstanceRecord | undefined> {
+    const reads = preparedOn(preparedReads, this.db, prepareReads);
+    if (reads !== undefined) {
+      const [row] = await reads.find.execute({ projectId, id });
+      return row;
+    }
     const [row] = await this.selectWithListing().where(and(eq(t.projectId, projectId), eq(t.id, id)));
     return row;
   }
@@ -86,6 +134,19 @@ export class PhoneNumberInstancesRepository {
     after: PagePosition | undefined,
     limit: number,
   ): Promise<InstanceRecord[]> {
+    const reads =
+      filter.prefix === "" && !filter.includeDeleted
+        ? preparedOn(preparedReads, this.db, prepareReads)
+        : undefined;
+    if (reads !== undefined) {
+      if (after === undefined) return reads.firstPage.execute({ projectId, limit });
+      return reads.nextPage.execute({
+        projectId,
+        limit,
+        afterTime: after.createTime.toISOString(),
+        afterId: after.id,
+      });
+    }
     return this.selectWithListing()
       .where(
         and(
@@ -116,10 +177,13 @@ export class PhoneNumberInstancesRepository {
 
   /** The instance currently holding `phoneNumber` (a number of its range, or itself), if any. */
   async holderOf(phoneNumber: string): Promise<InstanceRecord | undefined> {
+    const reads = preparedOn(preparedReads, this.db, prepareReads);
     const h = numberHoldings;
-    const [row] = await this.selectWithListing()
-      .innerJoin(h, eq(h.instanceId, t.id))
-      .where(and(eq(h.phoneNumber, phoneNumber), isNull(h.releaseTime)));
+    const [row] = await (reads !== undefined
+      ? reads.holderOf.execute({ phoneNumber })
+      : this.selectWithListing()
+          .innerJoin(h, eq(h.instanceId, t.id))
+          .where(and(eq(h.phoneNumber, phoneNumber), isNull(h.releaseTime))));
     return row === undefined ? undefined : { instance: row.instance, listing: row.listing };
   }
 }

@@ -7,6 +7,7 @@
 import { and, eq, isNull, ne, type SQL, sql } from "drizzle-orm";
 import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
+import { preparedOn } from "../../db/prepared.js";
 import {
   type NewSipDomainRow,
   type SipDomainRow,
@@ -25,6 +26,41 @@ export const SIP_DOMAIN_ID_KEY = "sip_domain_ids_pkey";
  */
 const DOMAIN_OPTIONAL_LOCK_KEY = 0x5b0a4e;
 
+/** Get and List (without deleted domains): prepared once per database handle (src/db/prepared.ts). */
+function prepareReads(db: DbOrTx) {
+  const ph = sql.placeholder;
+  const live = and(eq(t.projectId, ph("projectId")), isNull(t.deleteTime));
+  return {
+    find: db
+      .select()
+      .from(t)
+      .where(and(eq(t.projectId, ph("projectId")), eq(t.id, ph("id"))))
+      .prepare("sip_domains_find"),
+    firstPage: db
+      .select()
+      .from(t)
+      .where(live)
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(ph("limit"))
+      .prepare("sip_domains_first_page"),
+    nextPage: db
+      .select()
+      .from(t)
+      .where(
+        and(
+          live,
+          // keysetAfter() with placeholders
+          sql`(${t.createTime}, ${t.id}) < (${ph("afterTime")}::timestamptz, ${ph("afterId")}::text)`,
+        ),
+      )
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(ph("limit"))
+      .prepare("sip_domains_next_page"),
+  };
+}
+
+const preparedReads = new WeakMap<object, ReturnType<typeof prepareReads>>();
+
 export class SipDomainsRepository {
   constructor(private readonly db: DbOrTx) {}
 
@@ -40,6 +76,11 @@ export class SipDomainsRepository {
 
   /** A project's domain (deleted or not); `lock` takes a row lock until the transaction ends. */
   async find(projectId: string, id: string, lock = false): Promise<SipDomainRow | undefined> {
+    const reads = lock ? undefined : preparedOn(preparedReads, this.db, prepareReads);
+    if (reads !== undefined) {
+      const [row] = await reads.find.execute({ projectId, id });
+      return row;
+    }
     const query = this.db
       .select()
       .from(t)
@@ -61,6 +102,16 @@ export class SipDomainsRepository {
     after: PagePosition | undefined,
     limit: number,
   ): Promise<SipDomainRow[]> {
+    const reads = showDeleted ? undefined : preparedOn(preparedReads, this.db, prepareReads);
+    if (reads !== undefined) {
+      if (after === undefined) return reads.firstPage.execute({ projectId, limit });
+      return reads.nextPage.execute({
+        projectId,
+        limit,
+        afterTime: after.createTime.toISOString(),
+        afterId: after.id,
+      });
+    }
     const where: SQL = and(eq(t.projectId, projectId), showDeleted ? undefined : isNull(t.deleteTime))!;
     return this.db
       .select()
