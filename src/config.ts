@@ -167,7 +167,7 @@ export interface WebhooksConfig {
    * retried). Must exceed the time of one round (URIs x timeout). Default 300.
    */
   leaseSeconds: number;
-  /** WEBHOOKS_BATCH_SIZE: events one worker claims and delivers at a time. Default 10. */
+  /** WEBHOOKS_BATCH_SIZE: events one worker claims at a time (it keeps up to 25 such batches in flight). Default 10. */
   batchSize: number;
 }
 

@@ -30,6 +30,7 @@ import { DbCredentialStore } from "./auth/store.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
 import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
+import { listenForWebhooks, webhookNotifier } from "./events/listener.js";
 import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { OptOuts } from "./messaging/messages/opt-out.js";
@@ -168,7 +169,12 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     config.role === "api"
       ? undefined
       : new WebhookWorker({ db: database, clock, config: config.webhooks, log });
-  const kickWebhooks = () => webhooks?.kick();
+  // Other replicas' workers hear of committed enqueues over NOTIFY (src/events/listener.ts).
+  const notifyWebhooks = owned?.driver === "pglite" ? undefined : webhookNotifier(database, log);
+  const kickWebhooks = () => {
+    webhooks?.kick();
+    notifyWebhooks?.();
+  };
   // Recordings: shared by the API, the audio download route and the engine.
   const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks });
   // The call engine drives the calls created through this process's API.
@@ -317,6 +323,12 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     if (resumed > 0) log.info({ messages: resumed }, "in-flight messages resumed");
   }
   webhooks?.start();
+  // Enqueues committed through other replicas wake this worker over LISTEN
+  // (src/events/listener.ts); the embedded database has no other replica.
+  const webhookListener =
+    webhooks === undefined || owned?.driver === "pglite"
+      ? undefined
+      : listenForWebhooks(database, () => webhooks.kick(), log);
 
   let server: OnePortServer | undefined;
   return {
@@ -357,6 +369,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         removeGauges();
         await engine.stop();
         await messageNetwork.stop();
+        await webhookListener?.close();
         await webhooks?.stop();
         stopCredentialChanges();
         await credentialListener?.close();

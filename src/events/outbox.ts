@@ -3,8 +3,10 @@
  * `enqueueWebhook(tx, ...)` inside its own transaction, so an event exists
  * exactly when the change committed. Delivery happens later, in a worker
  * (worker.ts); call `worker.kick()` after the commit to deliver at once
- * rather than at the next poll.
+ * rather than at the next poll. On PostgreSQL the kick also notifies
+ * WEBHOOKS_CHANNEL, which wakes the workers of other replicas (listener.ts).
  */
+import { type SQL, sql } from "drizzle-orm";
 import { newResourceId } from "../api/ids.js";
 import type { DbOrTx } from "../db/client.js";
 import { webhookEvents } from "../db/schema/index.js";
@@ -36,6 +38,9 @@ export interface WebhookToEnqueue {
   now: Date;
 }
 
+/** The channel a committed enqueue is announced on (NOTIFY; see listener.ts). */
+export const WEBHOOKS_CHANNEL = "switchboard_webhooks";
+
 const CALL_NAME = /^projects\/[^/]+\/calls\/([^/]+)$/;
 
 /**
@@ -45,7 +50,7 @@ const CALL_NAME = /^projects\/[^/]+\/calls\/([^/]+)$/;
 export async function enqueueWebhook(tx: DbOrTx, event: WebhookToEnqueue): Promise<string> {
   if (event.uris.length === 0) throw new Error("a webhook needs at least one URI");
   const id = newResourceId();
-  await tx.insert(webhookEvents).values({
+  const insert = tx.insert(webhookEvents).values({
     id,
     projectId: event.projectId,
     eventType: event.eventType,
@@ -59,5 +64,35 @@ export async function enqueueWebhook(tx: DbOrTx, event: WebhookToEnqueue): Promi
     // A call's state updates are ordered by its name: the inspector filters on it.
     callId: CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null,
   });
+  await insert;
   return id;
+}
+
+/**
+ * One statement that runs `change` (a data-modifying statement with a
+ * RETURNING clause) and, when it returned a row, enqueues `event`: the
+ * change and its event commit together, in
+ * one round trip. The statement's rows: one when the event was enqueued,
+ * none otherwise (`rowsOf`).
+ */
+export function changeWithWebhook(change: SQL, event: WebhookToEnqueue): SQL {
+  if (event.uris.length === 0) throw new Error("a webhook needs at least one URI");
+  const uris = sql.join(
+    event.uris.map((u) => sql`${u}::text`),
+    sql`, `,
+  );
+  const now = event.now.toISOString();
+  return sql`with changed as (${change}), e as (insert into ${webhookEvents}
+      (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id)
+      select ${newResourceId()}::text, ${event.projectId}::text, ${event.eventType}::text, ${event.orderingKey ?? null}::text,
+        array[${uris}], ${event.body}::text, 'PENDING', 0, ${now}::timestamptz, ${now}::timestamptz,
+        ${CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null}::text
+      from (select 1 from changed limit 1) as c
+      returning id)
+    select id from e`;
+}
+
+/** The rows of `db.execute`: an array on postgres.js, `{ rows }` on PGlite. */
+export function rowsOf<R>(result: unknown): R[] {
+  return Array.isArray(result) ? (result as R[]) : ((result as { rows?: R[] }).rows ?? []);
 }

@@ -1,8 +1,22 @@
 /** Storage of the webhook outbox: the `webhook_events` and `webhook_attempts` tables. */
-import { and, asc, eq, inArray, isNull, lte, ne, notExists, or, type SQL, sql } from "drizzle-orm";
+import {
+  and,
+  asc,
+  eq,
+  getTableColumns,
+  inArray,
+  isNull,
+  lte,
+  ne,
+  notExists,
+  or,
+  type SQL,
+  sql,
+} from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.js";
 import type { Db } from "../db/client.js";
+import { directClientOf, directRows } from "../db/direct.js";
 import {
   webhookAttempts as attempts,
   type NewWebhookAttemptRow,
@@ -12,6 +26,103 @@ import {
   type WebhookAttemptRow,
   type WebhookEventRow,
 } from "../db/schema/index.js";
+import { timedStatement } from "../observability/metrics.js";
+import { rowsOf } from "./outbox.js";
+
+/**
+ * `finishRounds` as one fixed text, for the postgres.js client directly
+ * (db/direct.ts): the rounds and the attempts are each one JSON parameter
+ * (json_to_recordset), so the text is the same whatever their number and
+ * each connection prepares it once. Timestamps are ISO strings in the JSON;
+ * the attempts' keys are the row type's (camelCase).
+ */
+const FINISH_ROUNDS = `with v as (
+    select * from json_to_recordset($2::text::json)
+      as v(id text, state text, round integer, next timestamptz, complete timestamptz)),
+  made as (insert into webhook_attempts
+      (event_id, round, uri, start_time, finish_time, status_code, error, duration_ms)
+    select "eventId", round, uri, "startTime", "finishTime", "statusCode", error, "durationMs"
+    from json_to_recordset($3::text::json) as a("eventId" text, round integer, uri text,
+      "startTime" timestamptz, "finishTime" timestamptz, "statusCode" integer, error text, "durationMs" integer)),
+  kept as (update webhook_events e set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
+      complete_time = v.complete, lease_owner = null, lease_expire_time = null
+    from v where e.id = v.id and e.lease_owner = $1 and e.state = 'PENDING'
+    returning e.id)
+  select id from kept`;
+
+/** `insertFinished` as one fixed text (see FINISH_ROUNDS): the exchange's event and its attempts (JSON). */
+const INSERT_FINISHED = `with e as (insert into webhook_events
+    (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time,
+      create_time, complete_time, call_id)
+    values ($1, $2, $3, $4, array(select json_array_elements_text($5::text::json)), $6, $7, $8,
+      $9::timestamptz, $10::timestamptz, $11::timestamptz, $12))
+  insert into webhook_attempts
+    (event_id, round, uri, start_time, finish_time, status_code, error, duration_ms, response_body,
+      response_truncated)
+  select "eventId", round, uri, "startTime", "finishTime", "statusCode", error, "durationMs", "responseBody",
+    coalesce("responseTruncated", false)
+  from json_to_recordset($13::text::json) as a("eventId" text, round integer, uri text,
+    "startTime" timestamptz, "finishTime" timestamptz, "statusCode" integer, error text, "durationMs" integer,
+    "responseBody" text, "responseTruncated" boolean)`;
+
+/**
+ * `claim` as one fixed text (see FINISH_ROUNDS): $1 owner, $2 now, $3 the
+ * lease's expiry, $4 the limit. Timestamps are read as epoch milliseconds
+ * (exact: millisecond precision), the URIs as a JSON array.
+ */
+const CLAIM = `with due as (
+    select id from webhook_events t
+    where state = 'PENDING' and next_attempt_time <= $2::timestamptz
+      and (lease_expire_time is null or lease_expire_time <= $2::timestamptz)
+      and (ordering_key is null or not exists (
+        select 1 from webhook_events earlier
+        where earlier.project_id = t.project_id and earlier.ordering_key = t.ordering_key
+          and earlier.state = 'PENDING' and earlier.seq < t.seq))
+    order by next_attempt_time asc, seq asc
+    limit $4
+    for update of t skip locked),
+  claimed as (update webhook_events set lease_owner = $1, lease_expire_time = $3::timestamptz
+    where id in (select id from due) returning *)
+  select c.id, c.seq::float8, c.project_id, c.event_type, c.ordering_key, array_to_json(c.uris)::text, c.body,
+    c.state, c.attempt_count, ${ms("c.next_attempt_time")}, c.lease_owner, ${ms("c.lease_expire_time")},
+    ${ms("c.create_time")}, ${ms("c.complete_time")}, c.call_id, p.signing_key
+  from claimed c join projects p on p.id = c.project_id
+  order by c.seq`;
+
+function ms(column: string): string {
+  return `(extract(epoch from ${column}) * 1000)::float8`;
+}
+
+function dateOf(value: unknown): Date | null {
+  return value === null ? null : new Date(value as number);
+}
+
+function claimedOf(v: unknown[]): ClaimedEvent {
+  return {
+    event: {
+      id: v[0] as string,
+      seq: v[1] as number,
+      projectId: v[2] as string,
+      eventType: v[3] as string,
+      orderingKey: v[4] as string | null,
+      uris: JSON.parse(v[5] as string) as string[],
+      body: v[6] as string,
+      state: v[7] as WebhookEventRow["state"],
+      attemptCount: v[8] as number,
+      nextAttemptTime: dateOf(v[9]),
+      leaseOwner: v[10] as string | null,
+      leaseExpireTime: dateOf(v[11]),
+      createTime: new Date(v[12] as number),
+      completeTime: dateOf(v[13]),
+      callId: v[14] as string | null,
+    },
+    signingKey: v[15] as string,
+  };
+}
+
+function iso(value: Date | null | undefined): string | null {
+  return value == null ? null : value.toISOString();
+}
 
 /** A claimed event with the signing key of its project. */
 export interface ClaimedEvent {
@@ -24,6 +135,14 @@ export type RoundOutcome =
   | { state: "DELIVERED"; completeTime: Date }
   | { state: "FAILED"; completeTime: Date }
   | { state: "PENDING"; nextAttemptTime: Date };
+
+/** One event's finished round, for `finishRounds`. */
+export interface FinishedRound {
+  eventId: string;
+  round: number;
+  attempts: NewWebhookAttemptRow[];
+  outcome: RoundOutcome;
+}
 
 export interface DeliveryWithAttempts {
   event: WebhookEventRow;
@@ -41,6 +160,16 @@ export class WebhookEventsRepository {
    * the lease keeps them off once the claim committed.
    */
   async claim(owner: string, now: Date, leaseExpireTime: Date, limit: number): Promise<ClaimedEvent[]> {
+    const client = directClientOf(this.db);
+    if (client !== undefined) {
+      const rows = await directRows(client, CLAIM, [
+        owner,
+        now.toISOString(),
+        leaseExpireTime.toISOString(),
+        limit,
+      ]);
+      return rows.map(claimedOf);
+    }
     const earlier = alias(t, "earlier");
     const due = this.db
       .select({ id: t.id })
@@ -71,28 +200,21 @@ export class WebhookEventsRepository {
       .orderBy(asc(t.nextAttemptTime), asc(t.seq))
       .limit(limit)
       .for("update", { of: t, skipLocked: true });
-    const claimed = await this.db
-      .update(t)
-      .set({ leaseOwner: owner, leaseExpireTime })
-      .where(inArray(t.id, due))
-      .returning();
-    if (claimed.length === 0) return [];
-    const keys = await this.db
-      .select({ id: projects.id, signingKey: projects.signingKey })
-      .from(projects)
-      .where(
-        inArray(
-          projects.id,
-          claimed.map((e) => e.projectId),
-        ),
+    // One statement: the claim and the signing keys of the claimed events' projects.
+    const claimed = this.db
+      .$with("claimed")
+      .as(
+        this.db.update(t).set({ leaseOwner: owner, leaseExpireTime }).where(inArray(t.id, due)).returning(),
       );
-    const keyOf = new Map(keys.map((k) => [k.id, k.signingKey]));
-    return claimed
-      .sort((a, b) => a.seq - b.seq)
-      .flatMap((event) => {
-        const signingKey = keyOf.get(event.projectId);
-        return signingKey === undefined ? [] : [{ event, signingKey }];
-      });
+    const event = Object.fromEntries(
+      Object.keys(getTableColumns(t)).map((k) => [k, claimed[k as keyof typeof claimed]]),
+    ) as unknown as typeof t._.columns;
+    const rows = await this.db
+      .with(claimed)
+      .select({ event, signingKey: projects.signingKey })
+      .from(claimed)
+      .innerJoin(projects, eq(projects.id, claimed.projectId));
+    return (rows as ClaimedEvent[]).sort((a, b) => a.event.seq - b.event.seq);
   }
 
   /**
@@ -107,22 +229,54 @@ export class WebhookEventsRepository {
     made: NewWebhookAttemptRow[],
     outcome: RoundOutcome,
   ): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
-      if (made.length > 0) await tx.insert(attempts).values(made);
-      const updated = await tx
-        .update(t)
-        .set({
-          state: outcome.state,
-          attemptCount: round,
-          nextAttemptTime: outcome.state === "PENDING" ? outcome.nextAttemptTime : null,
-          completeTime: outcome.state === "PENDING" ? null : outcome.completeTime,
-          leaseOwner: null,
-          leaseExpireTime: null,
-        })
-        .where(and(eq(t.id, eventId), eq(t.leaseOwner, owner), eq(t.state, "PENDING")))
-        .returning({ id: t.id });
-      return updated.length === 1;
-    });
+    const kept = await this.finishRounds(owner, [{ eventId, round, attempts: made, outcome }]);
+    return kept.has(eventId);
+  }
+
+  /**
+   * Records the rounds of several events in one statement (so in one
+   * transaction): every attempt always, and each event's new state only
+   * while `owner` still holds its lease. Returns the ids whose state was
+   * recorded; the others' leases were lost.
+   */
+  async finishRounds(owner: string, rounds: readonly FinishedRound[]): Promise<Set<string>> {
+    if (rounds.length === 0) return new Set();
+    const made = rounds.flatMap((r) => r.attempts);
+    const client = directClientOf(this.db);
+    if (client !== undefined) {
+      const v = rounds.map(({ eventId, round, outcome }) => ({
+        id: eventId,
+        state: outcome.state,
+        round,
+        next: outcome.state === "PENDING" ? outcome.nextAttemptTime : null,
+        complete: outcome.state === "PENDING" ? null : outcome.completeTime,
+      }));
+      const params = [owner, JSON.stringify(v), JSON.stringify(made)];
+      const rows = await timedStatement(FINISH_ROUNDS, () =>
+        client.unsafe(FINISH_ROUNDS, params, { prepare: true }),
+      );
+      return new Set(rows.map((r) => r.id as string));
+    }
+    const values = sql.join(
+      rounds.map(({ eventId, round, outcome }) => {
+        const pending = outcome.state === "PENDING";
+        return sql`(${eventId}::text, ${outcome.state}::text, ${round}::integer, ${
+          pending ? outcome.nextAttemptTime.toISOString() : null
+        }::timestamptz, ${pending ? null : outcome.completeTime.toISOString()}::timestamptz)`;
+      }),
+      sql`, `,
+    );
+    const update = sql`update ${t} set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
+      complete_time = v.complete, lease_owner = null, lease_expire_time = null
+      from (values ${values}) as v(id, state, round, next, complete)
+      where ${t}.id = v.id and ${t}.lease_owner = ${owner} and ${t}.state = 'PENDING'
+      returning ${t}.id`;
+    const statement =
+      made.length === 0
+        ? update
+        : sql`with made as (${this.db.insert(attempts).values(made).getSQL()}), kept as (${update}) select id from kept`;
+    const result = await this.db.execute<{ id: string }>(statement);
+    return new Set(rowsOf<{ id: string }>(result).map((r) => r.id));
   }
 
   async get(id: string): Promise<DeliveryWithAttempts | undefined> {
@@ -169,10 +323,33 @@ export class WebhookEventsRepository {
 
   /** Records a finished exchange (a call-control request) with its attempts, in one transaction. */
   async insertFinished(event: NewWebhookEventRow, made: NewWebhookAttemptRow[]): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.insert(t).values(event);
-      if (made.length > 0) await tx.insert(attempts).values(made);
-    });
+    // One statement: both rows or neither, in one round trip.
+    const client = directClientOf(this.db);
+    if (client !== undefined) {
+      const params = [
+        event.id,
+        event.projectId,
+        event.eventType,
+        event.orderingKey ?? null,
+        JSON.stringify(event.uris),
+        event.body,
+        event.state,
+        event.attemptCount ?? 0,
+        iso(event.nextAttemptTime),
+        event.createTime.toISOString(),
+        iso(event.completeTime),
+        event.callId ?? null,
+        JSON.stringify(made),
+      ];
+      await timedStatement(INSERT_FINISHED, () => client.unsafe(INSERT_FINISHED, params, { prepare: true }));
+      return;
+    }
+    if (made.length === 0) await this.db.insert(t).values(event);
+    else {
+      await this.db.execute(
+        sql`with e as (${this.db.insert(t).values(event).getSQL()}) ${this.db.insert(attempts).values(made).getSQL()}`,
+      );
+    }
   }
 
   private async attemptsOf(eventIds: string[]): Promise<Map<string, WebhookAttemptRow[]>> {

@@ -2,17 +2,24 @@
  * The webhook delivery worker. Any number of them (in one process or in
  * many replicas) share the outbox:
  *
- * - `runOnce()` claims a batch of due events with a lease (repository.ts:
- *   `FOR UPDATE SKIP LOCKED`), delivers one round of each (in parallel;
- *   events sharing an ordering key are never in the same batch), and
- *   records the round: DELIVERED on a 2xx, otherwise the next round at the
- *   retry delay, or FAILED after the last retry.
+ * - a claim takes a batch of due events with a lease (repository.ts:
+ *   `FOR UPDATE SKIP LOCKED`); each event's round is delivered at once (in
+ *   parallel; events sharing an ordering key are never claimed together:
+ *   the next waits until the previous one's round is recorded), and the
+ *   round is recorded — DELIVERED on a 2xx, otherwise the next round at the
+ *   retry delay, or FAILED after the last retry. Rounds that finish while a
+ *   recording is being written are recorded together, in one statement.
+ * - `runOnce()` claims one batch, delivers it and records it (tests, tools).
+ * - `start()` runs a loop that keeps claiming while there is room (at most
+ *   25 batches in flight; after a full batch, as many claims at once as
+ *   there is room for): at once while batches come back full, after
+ *   `kick()` (an enqueue committed: in this process, or in another replica
+ *   through LISTEN/NOTIFY, server.ts), after a recording (an ordering key's
+ *   next event may be due), and otherwise every `pollIntervalMs`. `stop()`
+ *   waits until every round in flight is recorded.
  * - A worker that dies holding leases loses nothing: once the leases expire
  *   another worker claims those events again. A round whose lease expired
  *   before it finished still records its attempts but changes nothing else.
- * - `start()` polls every `pollIntervalMs`, at once again while batches come
- *   back full, and at once after `kick()`; `stop()` waits for the batch in
- *   progress to be recorded.
  *
  * All times (due times, leases, attempt times) come from the injected clock.
  */
@@ -20,6 +27,7 @@ import { randomBytes } from "node:crypto";
 import type { Clock } from "../clock.js";
 import type { WebhooksConfig } from "../config.js";
 import type { Db } from "../db/client.js";
+import type { WebhookEventRow } from "../db/schema/index.js";
 import type { Logger } from "../log.js";
 import { inSpan } from "../observability/tracing.js";
 import { observeRound } from "../observability/webhooks.js";
@@ -35,6 +43,12 @@ export interface WebhookWorkerOptions {
   id?: string;
 }
 
+/** Batches a worker may have in flight at once (claimed, not yet recorded). */
+const BATCHES_IN_FLIGHT = 25;
+
+/** How long a kicked worker lets further kicks gather before it claims (ms). */
+const KICK_COALESCE_MS = 5;
+
 export class WebhookWorker {
   readonly id: string;
   private readonly repo: WebhookEventsRepository;
@@ -42,28 +56,36 @@ export class WebhookWorker {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private kicked = false;
+  /** Events claimed by the loop and not yet recorded. */
+  private inFlight = 0;
+  /** Rounds delivered and waiting to be recorded, with what to do once they are. */
+  private finished: Finished[] = [];
+  private recording: Promise<void> | undefined;
+  /** Every round the loop started, until recorded (stop() waits for them). */
+  private readonly rounds = new Set<Promise<void>>();
 
   constructor(private readonly options: WebhookWorkerOptions) {
     this.id = options.id ?? `worker-${randomBytes(6).toString("hex")}`;
     this.repo = new WebhookEventsRepository(options.db);
   }
 
-  /** Claims and delivers one batch of due events; resolves with how many it handled. */
+  /** Claims, delivers and records one batch of due events; resolves with how many it handled. */
   async runOnce(): Promise<number> {
-    const { clock, config } = this.options;
-    const now = clock.now();
-    const claimed = await this.repo.claim(
-      this.id,
-      now,
-      new Date(now.getTime() + config.leaseSeconds * 1000),
-      config.batchSize,
-    );
-    await Promise.all(claimed.map((c) => this.deliver(c)));
+    const claimed = await this.claim(this.options.config.batchSize);
+    const rounds = await Promise.all(claimed.map((c) => this.deliver(c)));
+    await this.record(rounds);
     return claimed.length;
   }
 
-  private async deliver({ event, signingKey }: ClaimedEvent): Promise<void> {
-    const { clock, config, log } = this.options;
+  private claim(limit: number): Promise<ClaimedEvent[]> {
+    const { clock, config } = this.options;
+    const now = clock.now();
+    return this.repo.claim(this.id, now, new Date(now.getTime() + config.leaseSeconds * 1000), limit);
+  }
+
+  /** Delivers one round of a claimed event (never throws for HTTP failures). */
+  private async deliver({ event, signingKey }: ClaimedEvent): Promise<Finished> {
+    const { clock, config } = this.options;
     const round = event.attemptCount + 1;
     const result = await inSpan(
       `webhook delivery ${event.eventType}`,
@@ -76,31 +98,47 @@ export class WebhookWorker {
         ),
     );
     const now = clock.now();
-    const outcome = nextState(round, result.response !== undefined, now);
-    const kept = await this.repo.finishRound(
-      event.id,
-      this.id,
+    return {
+      event,
       round,
-      result.attempts.map((a: Attempt) => ({
+      attempts: result.attempts,
+      outcome: nextState(round, result.response !== undefined, now),
+      now,
+    };
+  }
+
+  /** Records finished rounds in one statement, then logs and counts them. */
+  private async record(rounds: readonly Finished[]): Promise<void> {
+    if (rounds.length === 0) return;
+    const { log } = this.options;
+    const kept = await this.repo.finishRounds(
+      this.id,
+      rounds.map(({ event, round, attempts, outcome }) => ({
         eventId: event.id,
         round,
-        uri: a.uri,
-        startTime: a.startTime,
-        finishTime: a.finishTime,
-        statusCode: a.statusCode ?? null,
-        error: a.error ?? null,
-        durationMs: a.durationMs,
+        outcome,
+        attempts: attempts.map((a: Attempt) => ({
+          eventId: event.id,
+          round,
+          uri: a.uri,
+          startTime: a.startTime,
+          finishTime: a.finishTime,
+          statusCode: a.statusCode ?? null,
+          error: a.error ?? null,
+          durationMs: a.durationMs,
+        })),
       })),
-      outcome,
     );
-    if (!kept) {
-      log.warn({ eventId: event.id, worker: this.id }, "webhook lease lost before the round was recorded");
-    } else {
-      observeRound(log, event, round, result.attempts, outcome.state, now);
+    for (const { event, round, attempts, outcome, now } of rounds) {
+      if (!kept.has(event.id)) {
+        log.warn({ eventId: event.id, worker: this.id }, "webhook lease lost before the round was recorded");
+      } else {
+        observeRound(log, event, round, attempts, outcome.state, now);
+      }
     }
   }
 
-  /** Starts polling (idempotent). */
+  /** Starts the loop (idempotent). */
   start(): void {
     if (this.running) return;
     this.running = true;
@@ -113,26 +151,50 @@ export class WebhookWorker {
     this.wake?.();
   }
 
-  /** Stops polling; resolves once the batch in progress is recorded. */
+  /** Stops claiming; resolves once every round in flight is recorded. */
   async stop(): Promise<void> {
     this.running = false;
     this.wake?.();
     await this.loop;
     this.loop = undefined;
+    while (this.rounds.size > 0 || this.recording !== undefined) {
+      await Promise.all([...this.rounds, this.recording]);
+    }
   }
 
   private async poll(): Promise<void> {
     const { config, log } = this.options;
+    const room = () => BATCHES_IN_FLIGHT * config.batchSize - this.inFlight;
+    let full = false;
     while (this.running) {
       this.kicked = false;
-      let handled = 0;
-      try {
-        handled = await this.runOnce();
-      } catch (err) {
-        if (this.running) log.error({ err }, "webhook worker round failed");
+      this.wake = undefined;
+      // After a full batch there is likely more: as many claims at once as
+      // there is room for (SKIP LOCKED keeps them off each other's events).
+      const limits: number[] = [];
+      for (let left = room(); left > 0 && (limits.length === 0 || full); left -= config.batchSize) {
+        limits.push(Math.min(config.batchSize, left));
+        if (limits.length >= BATCHES_IN_FLIGHT) break;
+      }
+      full = false;
+      if (limits.length > 0) {
+        const batches = await Promise.allSettled(limits.map((limit) => this.claim(limit)));
+        batches.forEach((batch, i) => {
+          if (batch.status === "rejected") {
+            if (this.running) log.error({ err: batch.reason }, "webhook worker round failed");
+            return;
+          }
+          if (batch.value.length >= limits[i]!) full = true;
+          for (const c of batch.value) this.start1(c);
+        });
       }
       if (!this.running) break;
-      if (handled >= config.batchSize || this.kicked) continue;
+      if (full && room() > 0) continue;
+      if (this.kicked) {
+        // Kicks come in bursts (every transition, every recording): one claim takes them all.
+        await new Promise<void>((resolve) => setTimeout(resolve, KICK_COALESCE_MS));
+        continue;
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, config.pollIntervalMs);
         function done() {
@@ -144,6 +206,58 @@ export class WebhookWorker {
       this.wake = undefined;
     }
   }
+
+  /** Delivers a claimed event and queues its round for recording. */
+  private start1(claimed: ClaimedEvent): void {
+    this.inFlight++;
+    const round: Promise<void> = this.deliver(claimed).then(
+      (finished) => this.queueRecord(finished),
+      (err: unknown) => {
+        // Not delivered (nothing recorded): the lease expires and the event is claimed again.
+        this.options.log.error({ err, eventId: claimed.event.id }, "webhook delivery failed");
+        this.inFlight--;
+      },
+    );
+    this.rounds.add(round);
+    void round.finally(() => this.rounds.delete(round));
+  }
+
+  /** Rounds that finish while a recording is written are recorded together, next. */
+  private queueRecord(finished: Finished): Promise<void> {
+    this.finished.push(finished);
+    this.recording ??= this.recordQueued();
+    return this.recording;
+  }
+
+  private async recordQueued(): Promise<void> {
+    try {
+      // Let the rounds finishing in this turn of the event loop join.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      while (this.finished.length > 0) {
+        const batch = this.finished;
+        this.finished = [];
+        try {
+          await this.record(batch);
+        } catch (err) {
+          // Unrecorded rounds are delivered again once their leases expire.
+          this.options.log.error({ err, events: batch.length }, "could not record webhook rounds");
+        }
+        this.inFlight -= batch.length;
+        // Room for more, and an ordering key's next event may be due now.
+        this.kick();
+      }
+    } finally {
+      this.recording = undefined;
+    }
+  }
+}
+
+interface Finished {
+  event: WebhookEventRow;
+  round: number;
+  attempts: Attempt[];
+  outcome: RoundOutcome;
+  now: Date;
 }
 
 /** The event's state after round `round` (1-based). */

@@ -1,8 +1,9 @@
 /**
- * Call lifecycle in the log and the metrics: `call created` when the
- * engine starts driving a call, `call answered`, and `call ended` with its
- * state, error code and message (info; warn when FAILED), each with the
- * call's name and project.
+ * Call lifecycle in the log and the metrics: one line per call at info,
+ * `call ended` with its state, error code and message and answered time
+ * (warn when FAILED); `call created` when the engine starts driving a call,
+ * `call answered` and the other state changes at debug. Each names the call
+ * and its project.
  */
 import type { CallRow } from "../db/schema/index.js";
 import type { Logger } from "../log.js";
@@ -23,16 +24,14 @@ function base(row: CallRow) {
 
 export function observeCallStarted(log: Logger, row: CallRow): void {
   callsStartedTotal.inc({ direction: row.direction });
-  log.info({ ...base(row), state: row.state }, "call created");
+  if (log.isLevelEnabled("debug")) log.debug({ ...base(row), state: row.state }, "call created");
 }
 
 /** After `row` took `patch` (a state change when `patch.state` is set). */
 export function observeCallState(log: Logger, row: CallRow, patch: { state?: string }): void {
   const state = patch.state;
   if (state === undefined) return;
-  if (state === "IN_PROGRESS") {
-    log.info(base(row), "call answered");
-  } else if (TERMINAL.has(state)) {
+  if (TERMINAL.has(state)) {
     callsEndedTotal.inc({ state, direction: row.direction });
     const fields = {
       ...base(row),
@@ -43,6 +42,6 @@ export function observeCallState(log: Logger, row: CallRow, patch: { state?: str
     if (state === "FAILED") log.warn(fields, "call ended");
     else log.info(fields, "call ended");
   } else if (log.isLevelEnabled("debug")) {
-    log.debug({ ...base(row), state }, "call state");
+    log.debug({ ...base(row), state }, state === "IN_PROGRESS" ? "call answered" : "call state");
   }
 }

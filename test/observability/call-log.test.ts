@@ -1,6 +1,7 @@
 /**
- * Call lifecycle in the log: created, answered and ended (with state and
- * error; FAILED at warn), each with the call's name and project.
+ * Call lifecycle in the log: one line per call at info, ended (with state
+ * and error; FAILED at warn); created, answered and the other states at
+ * debug; each with the call's name and project.
  */
 import { describe, expect, it } from "vitest";
 import type { CallRow } from "../../src/db/schema/index.js";
@@ -23,18 +24,31 @@ const row = (patch: Partial<CallRow> = {}): CallRow =>
   }) as CallRow;
 
 describe("Call lifecycle log", () => {
-  it("logs created, answered and ended with the call's name", () => {
-    const { lines, logger } = captureLog("info");
+  const lifecycle = (level: "info" | "debug") => {
+    const { lines, logger } = captureLog(level);
     observeCallStarted(logger, row());
     observeCallState(logger, row({ state: "RINGING" }), { state: "RINGING" });
     observeCallState(logger, row({ state: "IN_PROGRESS" }), { state: "IN_PROGRESS" });
     observeCallState(logger, row({ state: "COMPLETED", answerDurationMs: 30000 }), { state: "COMPLETED" });
+    return lines;
+  };
+
+  it("logs one line per call at info: ended, with the call's name, state and answered time", () => {
+    const lines = lifecycle("info");
     expect(lines.map((l) => [l.level, l.msg, l.call, l.project])).toEqual([
-      [30, "call created", "projects/p1/calls/c1", "p1"],
-      [30, "call answered", "projects/p1/calls/c1", "p1"],
       [30, "call ended", "projects/p1/calls/c1", "p1"],
     ]);
-    expect(lines[2]).toMatchObject({ state: "COMPLETED", answerMs: 30000 });
+    expect(lines[0]).toMatchObject({ state: "COMPLETED", answerMs: 30000 });
+  });
+
+  it("logs created, every state change and answered at debug", () => {
+    const lines = lifecycle("debug");
+    expect(lines.map((l) => [l.level, l.msg, l.call, l.state ?? null])).toEqual([
+      [20, "call created", "projects/p1/calls/c1", "QUEUED"],
+      [20, "call state", "projects/p1/calls/c1", "RINGING"],
+      [20, "call answered", "projects/p1/calls/c1", "IN_PROGRESS"],
+      [30, "call ended", "projects/p1/calls/c1", "COMPLETED"],
+    ]);
   });
 
   it("logs a FAILED end at warn with its error, e.g. a refused handler", () => {
@@ -59,7 +73,7 @@ describe("Call lifecycle log", () => {
 
 describe.each(testDatabases())("Call lifecycle log of a real call with a child leg on $name", (backend) => {
   const database = useTestDatabase(backend);
-  const captured = captureLog("info");
+  const captured = captureLog("debug");
   const { owner, route, serve, runToEnd, createCall } = callHarness(database, { log: captured.logger });
 
   it("logs created, answered and ended for the parent and its <Call> child, the child naming its parent", async () => {
@@ -69,8 +83,11 @@ describe.each(testDatabases())("Call lifecycle log of a real call with a child l
     serve({ "/start": xml(`<Call TimeoutSeconds="10"><Endpoint>${agent}</Endpoint></Call>`) });
     const created = await createCall(project, from, to);
     expect((await runToEnd(created.name)).state).toBeDefined();
+    const lifecycle = new Set(["call created", "call answered", "call ended"]);
     const ofCall = (name: string) =>
-      captured.lines.filter((l) => l.call === name).map((l) => [l.msg, l.state ?? null]);
+      captured.lines
+        .filter((l) => l.call === name && lifecycle.has(String(l.msg)))
+        .map((l) => [l.msg, l.state ?? null]);
     const childCreated = captured.lines.find(
       (l) => l.msg === "call created" && l.originatingCall === created.name,
     );
@@ -78,12 +95,12 @@ describe.each(testDatabases())("Call lifecycle log of a real call with a child l
     const child = String(childCreated!.call);
     expect(ofCall(created.name)).toEqual([
       ["call created", "QUEUED"],
-      ["call answered", null],
+      ["call answered", "IN_PROGRESS"],
       ["call ended", "COMPLETED"],
     ]);
     expect(ofCall(child)).toEqual([
       ["call created", "QUEUED"],
-      ["call answered", null],
+      ["call answered", "IN_PROGRESS"],
       ["call ended", "COMPLETED"],
     ]);
   });

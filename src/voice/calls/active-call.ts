@@ -112,6 +112,15 @@ export class ActiveCall {
     return this.chain;
   }
 
+  /**
+   * Holds back the writes queued after this call until `work` settles
+   * (whatever its outcome): a recording's row is written before the state
+   * that announces it.
+   */
+  holdWritesFor(work: Promise<unknown>): void {
+    this.chain = this.chain.then(() => work.then(noop, noop));
+  }
+
   transition(state: CallStateValue, patch: Patch = {}): Promise<void> {
     if (this.terminal) return this.chain;
     return this.persist({ ...patch, state });
@@ -206,8 +215,9 @@ export class ActiveCall {
       },
       answered: () => {
         if (this.terminal) return;
-        void this.transition("IN_PROGRESS", { answerTime: this.now });
+        // Recordings first: a client that sees IN_PROGRESS (read or state update) finds their rows.
         this.recorder?.onAnswer();
+        void this.transition("IN_PROGRESS", { answerTime: this.now });
         this.answered.resolve(true);
         onAnswer();
       },
@@ -217,3 +227,5 @@ export class ActiveCall {
     };
   }
 }
+
+function noop(): void {}

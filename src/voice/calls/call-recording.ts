@@ -91,6 +91,8 @@ export class CallRecorder {
           return undefined;
         },
       );
+    // The call's next writes (IN_PROGRESS on answer) wait for the recording's row.
+    this.call.holdWritesFor(entry.created);
   }
 
   /** Stops every running capture and hands the audio to processing (the call ended). */

@@ -5,12 +5,16 @@
  * project has that many calls not yet ended (QUEUED, STARTING, RINGING,
  * IN_PROGRESS — of every kind: API, incoming and child calls all count,
  * though only CreateCall is refused). Exact under concurrency on any number
- * of replicas: the count and the insert run in one transaction holding a
- * transaction-level advisory lock keyed by the project, as the SIP domain
- * channel limit does (incoming.ts).
+ * of replicas: the insert and the count run in one transaction, the count
+ * (which includes the new call) under a transaction-level advisory lock
+ * keyed by the project, as the SIP domain channel limit does (incoming.ts).
+ * The lock is taken last, after the call's writes, so it is held for the
+ * count and the commit only: concurrent creates of a project wait for each
+ * other that long, and not for each other's whole transaction.
  */
 import { Code } from "@connectrpc/connect";
 import { and, count, eq, sql } from "drizzle-orm";
+import type { TransactionSql } from "postgres";
 import { rpcError } from "../../api/errors.js";
 import type { Tx } from "../../db/client.js";
 import { calls } from "../../db/schema/index.js";
@@ -22,18 +26,47 @@ export const DEFAULT_CALL_CONCURRENCY_LIMIT = 100;
 const IN_FLIGHT = sql`${calls.state} in ('QUEUED', 'STARTING', 'RINGING', 'IN_PROGRESS')`;
 
 /**
- * Inside the transaction that inserts the call: waits for the project's
- * other admissions, then throws unless it has fewer than `limit` calls in
- * flight. `limit` 0 admits everything (and takes no lock).
+ * Inside the transaction that inserted the call, after its writes: waits
+ * for the project's other admissions (they committed or rolled back by
+ * then, and the count, a statement started after the lock, sees them),
+ * then throws unless the project has at most `limit` calls in flight, the
+ * new one included. `limit` 0 admits everything (and takes no lock).
  */
 export async function admitCall(tx: Tx, projectId: string, limit: number): Promise<void> {
   if (limit <= 0) return;
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`project_calls:${projectId}`}))`);
-  const [row] = await tx
-    .select({ n: count() })
-    .from(calls)
-    .where(and(eq(calls.projectId, projectId), IN_FLIGHT));
-  const inFlight = row?.n ?? 0;
+  // Sent together (pipelined on the transaction's connection): the count,
+  // a statement of its own, starts once the lock is granted, with no round
+  // trip to this process in between while the lock is held.
+  const [, [row]] = await Promise.all([
+    tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`project_calls:${projectId}`}))`),
+    tx
+      .select({ n: count() })
+      .from(calls)
+      .where(and(eq(calls.projectId, projectId), IN_FLIGHT)),
+  ]);
+  refuseOver(projectId, limit, row?.n ?? 1);
+}
+
+const LOCK = "select pg_advisory_xact_lock(hashtext($1))";
+const COUNT = `select count(*)::integer as n from calls
+  where project_id = $1 and state in ('QUEUED', 'STARTING', 'RINGING', 'IN_PROGRESS')`;
+
+/**
+ * `admitCall` on a postgres.js transaction (domain.ts's direct path): the
+ * lock and the count sent at once, after the call's writes already queued
+ * on the transaction's connection, as fixed texts.
+ */
+export async function admitCallDirect(sql: TransactionSql, projectId: string, limit: number): Promise<void> {
+  // In this order (postgres.js sends a query once asked to: `execute`).
+  const lock = sql.unsafe(LOCK, [`project_calls:${projectId}`], { prepare: true }).execute();
+  const [, [row]] = await Promise.all([lock, sql.unsafe(COUNT, [projectId], { prepare: true }).execute()]);
+  refuseOver(projectId, limit, (row?.n as number | undefined) ?? 1);
+}
+
+/** Throws unless `counted` (the new call included) leaves the project within `limit`. */
+function refuseOver(projectId: string, limit: number, counted: number): void {
+  // The others: the count includes the call being admitted.
+  const inFlight = counted - 1;
   if (inFlight >= limit) {
     throw rpcError(
       Code.ResourceExhausted,

@@ -41,13 +41,14 @@
 import { and, eq } from "drizzle-orm";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { type FieldViolation, invalidArgument, notFound } from "../../api/errors.js";
-import { recordCreated } from "../../api/idempotency/scope.js";
+import { hasCreateToRecord, recordCreated } from "../../api/idempotency/scope.js";
 import { newResourceId } from "../../api/ids.js";
 import { labelViolations } from "../../api/labels.js";
 import { parseResourceName } from "../../api/names.js";
 import { keysetAfter, keysetOrder, type PageResult, readPage } from "../../api/pagination.js";
 import type { Clock } from "../../clock.js";
 import type { Db } from "../../db/client.js";
+import { directClientOf } from "../../db/direct.js";
 import {
   type CallRecordingSettings,
   type CallRow,
@@ -56,13 +57,33 @@ import {
   type PostProcessingValue,
   type StoredCallRecording,
 } from "../../db/schema/index.js";
-import { enqueueWebhook } from "../../events/outbox.js";
+import { changeWithWebhook } from "../../events/outbox.js";
 import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
 import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
-import { admitCall } from "./concurrency.js";
+import { timedStatement } from "../../observability/metrics.js";
+import { admitCall, admitCallDirect } from "./concurrency.js";
 import { compileCallFilter } from "./filter.js";
 import { callJson } from "./proto.js";
+
+/**
+ * CreateCall's insert as a fixed text, for the postgres.js client directly
+ * (db/direct.ts): the columns CreateCall does not set take the schema's
+ * defaults (CALL_DEFAULTS); labels and recording are JSON text, the handler
+ * URIs a JSON array.
+ */
+const INSERT_CALL = `insert into calls (id, project_id, "to", "from", labels, state, direction, transport,
+    create_method, handler_uris, state_update_uri, timeout_seconds, recording, create_time)
+  values ($1, $2, $3, $4, $5::text::jsonb, 'QUEUED', 'OUTGOING', 'PSTN', 'API',
+    array(select json_array_elements_text($6::text::json)), $7, $8, $9::text::jsonb, $10::timestamptz)`;
+
+/** INSERT_CALL with its QUEUED state update to state_update_uri ($7), in the same statement (outbox.ts). */
+const INSERT_CALL_WITH_UPDATE = `with c as (${INSERT_CALL} returning id)
+  insert into webhook_events (id, project_id, event_type, ordering_key, uris, body, state, attempt_count,
+    next_attempt_time, create_time, call_id)
+  select $11, $2, 'CALL_STATE_UPDATE', $12, array[$7::text], $13, 'PENDING', 0, $10::timestamptz,
+    $10::timestamptz, c.id
+  from c`;
 
 export const RESOURCE_TYPE = "voice.api.enfonica.com/Call";
 export const COLLECTION = "calls";
@@ -70,6 +91,27 @@ export const DEFAULT_TIMEOUT_SECONDS = 30;
 export const MAX_TIMEOUT_SECONDS = 600;
 export const MAX_HANDLER_URIS = 5;
 export const MAX_LABEL_BYTES = 10 * 1024;
+
+/** The columns of a new call that CreateCall does not set: the schema's defaults. */
+const CALL_DEFAULTS = {
+  isPrivate: false,
+  errorCode: "",
+  errorMessage: "",
+  originatingCallId: null,
+  parentCallId: null,
+  bridged: false,
+  engineId: null,
+  priceCurrency: null,
+  priceUnits: null,
+  priceNanos: null,
+  endedBy: null,
+  sipSourceIp: null,
+  answerDurationMs: null,
+  startTime: null,
+  ringTime: null,
+  answerTime: null,
+  endTime: null,
+} as const;
 
 export interface CallInput {
   to: string;
@@ -274,40 +316,78 @@ export class CallsDomain {
     if (incapable !== undefined) throw incapable;
     const o = input.options!;
     const now = this.clock.now();
+    // Every column given: the row is what the database stores, so the state
+    // update's body is made from it and written by the insert's statement.
+    const inserted: CallRow = {
+      ...CALL_DEFAULTS,
+      id: newResourceId(),
+      projectId,
+      to: input.to,
+      from: input.from,
+      labels: input.labels,
+      state: "QUEUED",
+      direction: "OUTGOING",
+      transport: "PSTN",
+      createMethod: "API",
+      handlerUris: o.handlerUris,
+      stateUpdateUri: o.stateUpdateUri,
+      timeoutSeconds: o.timeoutSeconds === 0 ? DEFAULT_TIMEOUT_SECONDS : o.timeoutSeconds,
+      recording: callRecordingSettings(o.recording),
+      createTime: now,
+    };
+    const client = directClientOf(this.db);
+    if (client !== undefined && !hasCreateToRecord()) {
+      // No Idempotency-Key to record: the same transaction on the client
+      // directly, its statements sent together (one round trip to the admission).
+      const limit = this.limits.concurrentCalls ?? 0;
+      const params: unknown[] = [
+        inserted.id,
+        projectId,
+        inserted.to,
+        inserted.from,
+        JSON.stringify(inserted.labels),
+        JSON.stringify(inserted.handlerUris),
+        inserted.stateUpdateUri,
+        inserted.timeoutSeconds,
+        inserted.recording === null ? null : JSON.stringify(inserted.recording),
+        now.toISOString(),
+      ];
+      const text = inserted.stateUpdateUri === "" ? INSERT_CALL : INSERT_CALL_WITH_UPDATE;
+      if (text === INSERT_CALL_WITH_UPDATE) {
+        params.push(newResourceId(), callName(inserted), callJson(inserted));
+      }
+      await client.begin(async (sql) => {
+        // postgres.js sends a query once asked to (`execute`): the insert first.
+        const insert = timedStatement(text, () =>
+          sql.unsafe(text, params as never[], { prepare: true }).execute(),
+        );
+        // Last: the project's admissions wait for each other from here to the commit only.
+        if (limit <= 0) await insert;
+        else await Promise.all([insert, admitCallDirect(sql, projectId, limit)]);
+      });
+      this.engine.start(inserted);
+      return inserted;
+    }
     const row = await this.db.transaction(async (tx) => {
-      await admitCall(tx, projectId, this.limits.concurrentCalls ?? 0);
-      const [inserted] = (await tx
-        .insert(calls)
-        .values({
-          id: newResourceId(),
-          projectId,
-          to: input.to,
-          from: input.from,
-          labels: input.labels,
-          state: "QUEUED",
-          direction: "OUTGOING",
-          transport: "PSTN",
-          createMethod: "API",
-          handlerUris: o.handlerUris,
-          stateUpdateUri: o.stateUpdateUri,
-          timeoutSeconds: o.timeoutSeconds === 0 ? DEFAULT_TIMEOUT_SECONDS : o.timeoutSeconds,
-          recording: callRecordingSettings(o.recording),
-          createTime: now,
-        })
-        .returning()) as [CallRow];
-      // The QUEUED state update, in the same transaction as the call.
-      if (inserted.stateUpdateUri !== "") {
-        await enqueueWebhook(tx, {
-          projectId,
-          eventType: "CALL_STATE_UPDATE",
-          uris: [inserted.stateUpdateUri],
-          body: callJson(inserted),
-          orderingKey: callName(inserted),
-          now,
-        });
+      const insert = tx.insert(calls).values(inserted);
+      // The QUEUED state update, in the same statement (so transaction) as the call.
+      if (inserted.stateUpdateUri === "") await insert;
+      else {
+        await tx.execute(
+          changeWithWebhook(insert.returning({ id: calls.id }).getSQL(), {
+            projectId,
+            eventType: "CALL_STATE_UPDATE",
+            uris: [inserted.stateUpdateUri],
+            body: callJson(inserted),
+            orderingKey: callName(inserted),
+            now,
+          }),
+        );
       }
       // Idempotency-Key (src/api/idempotency/): committed with the call.
       await recordCreated(tx, callName(inserted));
+      // Last: the project's admissions wait for each other from here to the commit only.
+      await admitCall(tx, projectId, this.limits.concurrentCalls ?? 0);
       return inserted;
     });
     // After the commit: the engine drives the call from here.

@@ -23,10 +23,11 @@
  * Child call: placed like an outgoing call (QUEUED → STARTING → ...), with
  * the parent's state_update_uri; see dial.ts.
  *
- * Every transition is one transaction: the row is updated (only while the
- * call is not terminal) and, for a state change, a CALL_STATE_UPDATE
- * webhook (body: the Call as proto3 JSON) is enqueued to state_update_uri,
- * ordering key = the call's name; then the webhook worker is kicked.
+ * Every transition is one statement (one transaction, one round trip): the
+ * row is updated (only while the call is not terminal) and, for a state
+ * change, a CALL_STATE_UPDATE webhook (body: the Call as proto3 JSON) is
+ * enqueued to state_update_uri, ordering key = the call's name; then the
+ * webhook worker is kicked.
  * Errors never escape to the process: anything unexpected ends the call
  * FAILED INTERNAL_ERROR (logged); `stop()` ends every live call FAILED
  * SERVICE_SHUTDOWN and waits for recordings being processed. The remote
@@ -36,10 +37,9 @@
  * Calls are driven by the process that created them; a process that
  * crashes leaves its calls in flight as they were (see README, Calls).
  */
-import { and, eq, notInArray } from "drizzle-orm";
 import { newResourceId } from "../../api/ids.js";
 import type { Db } from "../../db/client.js";
-import { type CallRow, type CallStateValue, calls, projects } from "../../db/schema/index.js";
+import { type CallRow, type CallStateValue, calls } from "../../db/schema/index.js";
 import type { DeliveryOptions } from "../../events/delivery.js";
 import { enqueueWebhook } from "../../events/outbox.js";
 import type { Logger } from "../../log.js";
@@ -58,6 +58,7 @@ import { EngineLiveness } from "./liveness.js";
 import { PlayAudio } from "./play-audio.js";
 import { callJson } from "./proto.js";
 import type { CallRates } from "./rates.js";
+import { signingKeyOf, writeTransition } from "./writes.js";
 
 export const TERMINAL_STATES: readonly CallStateValue[] = [
   "COMPLETED",
@@ -150,16 +151,18 @@ export class CallEngine {
 
   private async run(call: ActiveCall, plan: CallPlan): Promise<void> {
     const carrier = this.options.carrier;
-    if (call.role !== "child") {
-      // The call's first write names the engine driving it (liveness.ts).
-      await this.liveness.register();
-      await call.persist({ engineId: this.id });
-    }
+    // The call's first write names the engine driving it (liveness.ts); a
+    // child's insert did. An outgoing call's is its STARTING transition.
+    if (call.role !== "child") await this.liveness.register();
+    if (call.role === "incoming" || call.role === "trunk") await call.persist({ engineId: this.id });
     const row = call.row;
     switch (call.role) {
       case "outgoing":
       case "child": {
-        await call.transition("STARTING", { startTime: call.now });
+        await call.transition("STARTING", {
+          startTime: call.now,
+          ...(call.role === "outgoing" ? { engineId: this.id } : {}),
+        });
         if (call.terminal) return;
         const onAnswer = () => {
           if (call.role === "outgoing")
@@ -288,38 +291,36 @@ export class CallEngine {
   }
 
   async signingKey(projectId: string): Promise<string> {
-    const [row] = await this.options.db
-      .select({ key: projects.signingKey })
-      .from(projects)
-      .where(eq(projects.id, projectId));
-    if (row === undefined) throw new Error(`project ${projectId} not found`);
-    return row.key;
+    const key = await signingKeyOf(this.options.db, projectId);
+    if (key === undefined) throw new Error(`project ${projectId} not found`);
+    return key;
   }
 
-  /** One write: the row (while not terminal) and, for a state change, its state update, in one transaction. */
+  /**
+   * One write: the row (while not terminal) and, for a state change, its
+   * state update, in one statement (so one transaction). The update's body
+   * is `row`, the call as it is after the write: the engine is the only
+   * writer of a call it drives (liveness.ts ends only calls of dead
+   * engines, and then this write changes nothing).
+   */
   async write(row: CallRow, patch: Patch): Promise<void> {
-    const now = this.options.scheduler.now();
-    const written = await this.options.db.transaction(async (tx) => {
-      const updated = await tx
-        .update(calls)
-        .set(patch)
-        .where(and(eq(calls.id, row.id), notInArray(calls.state, [...TERMINAL_STATES])))
-        .returning();
-      const current = updated[0];
-      if (current === undefined) return false;
-      if (patch.state !== undefined && current.stateUpdateUri !== "") {
-        await enqueueWebhook(tx, {
-          projectId: current.projectId,
-          eventType: "CALL_STATE_UPDATE",
-          uris: [current.stateUpdateUri],
-          body: callJson(current),
-          orderingKey: callName(current),
-          now,
-        });
-        return true;
-      }
-      return false;
-    });
-    if (written) this.options.kick?.();
+    const enqueue = patch.state !== undefined && row.stateUpdateUri !== "";
+    const enqueued = await writeTransition(
+      this.options.db,
+      row,
+      patch,
+      enqueue
+        ? {
+            id: newResourceId(),
+            projectId: row.projectId,
+            eventType: "CALL_STATE_UPDATE",
+            uris: [row.stateUpdateUri],
+            body: callJson(row),
+            orderingKey: callName(row),
+            now: this.options.scheduler.now(),
+          }
+        : undefined,
+    );
+    if (enqueued) this.options.kick?.();
   }
 }

@@ -1,0 +1,93 @@
+/**
+ * LISTEN on a PostgreSQL channel over a connection of its own (with the
+ * settings of `db`'s pool), kept up: when the connection closes it listens
+ * again (at once when it was listening, else after RETRY_MS), and
+ * notifications sent meanwhile are lost, which each caller makes up for in
+ * `onListening` (called after every successful LISTEN) and `onLost`.
+ * Undefined when `db` is not a PostgreSQL server's pool (PGlite: one
+ * process owns the database, nobody else could notify).
+ */
+import { is } from "drizzle-orm";
+import { PostgresJsDatabase } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+import type { Logger } from "../log.js";
+import type { Db } from "./client.js";
+
+export interface ChannelListener {
+  /** Whether notifications reach this replica now. */
+  live(): boolean;
+  close(): Promise<void>;
+}
+
+export interface ChannelHandlers {
+  onNotify(payload: string): void;
+  /** After every successful LISTEN (the first and each one after a reconnection). */
+  onListening(): void;
+  /** The connection closed; `wasListening`: it had been listening (not a failed reconnection). */
+  onLost(wasListening: boolean): void;
+}
+
+const RETRY_MS = 1_000;
+
+/** `what` names the listener in its log lines. */
+export function listenOnChannel(
+  db: Db,
+  channel: string,
+  handlers: ChannelHandlers,
+  log: Logger,
+  what: string,
+): ChannelListener | undefined {
+  if (!is(db, PostgresJsDatabase)) return undefined;
+  const pool = (db as unknown as { $client: postgres.Sql }).$client;
+  let listening = false;
+  let closing = false;
+  let retry: NodeJS.Timeout | undefined;
+  const options = {
+    // The pool's parsed options (postgres.js's own listen() does the same).
+    ...(pool.options as unknown as postgres.Options<Record<string, postgres.PostgresType>>),
+    max: 1,
+    idle_timeout: 0,
+    max_lifetime: null,
+    fetch_types: false,
+    onnotice: () => {},
+    // Not in postgres.js's types, but its documented way to see notifications (listen() uses it).
+    onnotify(name: string, payload: string) {
+      if (name === channel) handlers.onNotify(payload);
+    },
+    onclose() {
+      const was = listening;
+      listening = false;
+      handlers.onLost(was);
+      if (!closing) schedule(was ? 0 : RETRY_MS);
+    },
+  };
+  const client = postgres(options as postgres.Options<Record<string, postgres.PostgresType>>);
+
+  const start = async () => {
+    retry = undefined;
+    if (closing) return;
+    try {
+      await client.unsafe(`listen ${channel}`);
+      listening = true;
+      handlers.onListening();
+    } catch (err) {
+      if (closing) return;
+      log.warn({ err }, `${what}: LISTEN failed, retrying`);
+      schedule(RETRY_MS);
+    }
+  };
+  const schedule = (ms: number) => {
+    if (retry === undefined && !closing) retry = setTimeout(() => void start(), ms);
+  };
+  void start();
+
+  return {
+    live: () => listening,
+    async close() {
+      closing = true;
+      listening = false;
+      if (retry !== undefined) clearTimeout(retry);
+      await client.end({ timeout: 5 });
+    },
+  };
+}
