@@ -10,12 +10,10 @@
  * - Write SQL both PostgreSQL 15 and PGlite (PostgreSQL 18) accept.
  */
 import { fileURLToPath } from "node:url";
-import type { PGlite } from "@electric-sql/pglite";
 import { is } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
-import { drizzle as drizzlePglite, PgliteDatabase } from "drizzle-orm/pglite";
-import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
-import { drizzle as drizzlePostgres, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
+import type { PgliteDatabase } from "drizzle-orm/pglite";
+import { drizzle as drizzlePostgres, PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import type { ExtractTablesWithRelations } from "drizzle-orm/relations";
 import postgres from "postgres";
@@ -104,17 +102,6 @@ export async function openEmbedded(dataDir: string, template = embeddedTemplateD
   return database;
 }
 
-/** A Database over an open PGlite instance (for example a clone of a test template). */
-export function wrapPglite(client: PGlite): Database {
-  const db = drizzlePglite({ client, schema });
-  return {
-    db: db as unknown as Db,
-    driver: "pglite",
-    migrate: () => migratePglite(db, { migrationsFolder: MIGRATIONS_FOLDER }),
-    close: () => client.close(),
-  };
-}
-
 /** A Database over a PostgreSQL server. */
 export function openPostgres(url: string): Database {
   const client = postgres(url, { max: 10, onnotice: () => {} });
@@ -133,9 +120,17 @@ export function openPostgres(url: string): Database {
  * serialises replicas starting together.
  */
 export async function migrateDb(db: Db): Promise<void> {
-  if (is(db, PgliteDatabase)) {
-    await migratePglite(db as unknown as PgliteDatabase<Schema>, { migrationsFolder: MIGRATIONS_FOLDER });
-    return;
+  // drizzle's PGlite driver (and PGlite with it) is loaded only for a
+  // database opened in this thread (see pglite-direct.ts), never by the service.
+  if (!is(db, PostgresJsDatabase)) {
+    const [{ PgliteDatabase }, { migrate }] = await Promise.all([
+      import("drizzle-orm/pglite"),
+      import("drizzle-orm/pglite/migrator"),
+    ]);
+    if (is(db, PgliteDatabase)) {
+      await migrate(db as unknown as PgliteDatabase<Schema>, { migrationsFolder: MIGRATIONS_FOLDER });
+      return;
+    }
   }
   await migratePostgres(db as unknown as PostgresJsDatabase<Schema>, { migrationsFolder: MIGRATIONS_FOLDER });
 }

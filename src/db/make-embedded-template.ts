@@ -8,7 +8,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { systemClock } from "../clock.js";
 import { numberingDomains } from "../numbering/domains.js";
 import { seedDemoInventory } from "../numbering/inventory/demo.js";
-import { wrapPglite } from "./client.js";
+import { wrapPglite } from "./pglite-direct.js";
 
 const dir = process.argv[2];
 if (!dir) {

@@ -13,6 +13,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { Duplex } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { setFlagsFromString } from "node:v8";
 import { Worker } from "node:worker_threads";
 import type { FromWorker, PgliteWorkerData, ToWorker } from "./pglite-worker.js";
 
@@ -31,8 +32,12 @@ export interface PgliteThread {
  * sources (tsx, tests), the TypeScript module through tsx's loader.
  */
 function spawnWorker(workerData: PgliteWorkerData): Worker {
+  limitWasmTierUp();
+  // A small young generation: the thread's own garbage (message buffers) is
+  // small and short-lived, and V8 otherwise sizes it from the machine's memory.
+  const options = { workerData, resourceLimits: { maxYoungGenerationSizeMb: 4 } };
   const built = new URL("./pglite-worker.js", import.meta.url);
-  if (existsSync(fileURLToPath(built))) return new Worker(built, { workerData });
+  if (existsSync(fileURLToPath(built))) return new Worker(built, options);
   // tsx's ESM API, registered in the worker itself (on Node 20 tsx's hooks
   // do not reach worker threads).
   const api = createRequire(import.meta.url)
@@ -40,7 +45,25 @@ function spawnWorker(workerData: PgliteWorkerData): Worker {
     .replace(/\.cjs$/, ".mjs");
   const source = new URL("./pglite-worker.ts", import.meta.url).href;
   const boot = `import(${JSON.stringify(pathToFileURL(api).href)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}); });`;
-  return new Worker(boot, { eval: true, workerData });
+  return new Worker(boot, { ...options, eval: true });
+}
+
+/**
+ * V8 runs WebAssembly functions with its baseline compiler (Liftoff) and
+ * recompiles the ones that get hot with its optimising compiler. For one of
+ * PostgreSQL's functions that recompilation takes about 600 MB for a moment
+ * (Turboshaft's SSA construction on a function of very many blocks and
+ * variables), within seconds of every start: the process's peak RSS was
+ * ~750 MB, and glibc's per-thread arenas kept 50-80 MB of it for good.
+ * Recompilation is therefore off (the filter names a function index no
+ * module has; `--liftoff-only` and `--no-wasm-tier-up` are only read when
+ * node starts, the filter whenever a function gets hot): measured under
+ * `npm run bench:calls`, the server's CPU per call rose ~5% and its RSS
+ * after the run fell from ~420 to ~345 MB. A process-wide V8 flag (nothing
+ * else here runs WebAssembly), set before the thread starts.
+ */
+function limitWasmTierUp(): void {
+  setFlagsFromString("--wasm-tier-up-filter=1000000000");
 }
 
 let started: PgliteThread | undefined;

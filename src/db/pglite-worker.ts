@@ -47,6 +47,26 @@ const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMes
 
 const { dataDir, template } = workerData as PgliteWorkerData;
 
+/**
+ * PostgreSQL settings the embedded database starts with, after PGlite's own
+ * (single-user mode, no fsync, no parallel workers). PGlite allocates and
+ * touches all of shared memory when it opens, so `shared_buffers` is resident
+ * from the first second: the data directory's postgresql.conf says 128MB
+ * (initdb's default, sized for a server with many sessions), which was most
+ * of the process's idle memory. One session over a small database needs far
+ * less; pages beyond it are read back from the operating system's file cache.
+ */
+export const EMBEDDED_SETTINGS: readonly string[] = [
+  "shared_buffers=12MB",
+  // PGlite runs one backend (single-user mode), no autovacuum workers and no
+  // WAL senders: shared state sized for them (PGPROCs, the lock table) is
+  // never used.
+  "max_connections=4",
+  "autovacuum_worker_slots=1",
+  "max_wal_senders=0",
+  "max_replication_slots=0",
+];
+
 /** Per connection: bytes not yet forming a whole message, and whether the startup message was seen. */
 const connections = new Map<number, { pending: Buffer; started: boolean }>();
 /** Messages run one after another, in arrival order, whatever the connection. */
@@ -72,6 +92,18 @@ function wholeMessages(state: { pending: Buffer; started: boolean }): Buffer[] {
   return out;
 }
 
+function concat(chunks: Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const c of chunks) length += c.length;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
 async function open(): Promise<{ db: PGlite; created?: "template" | "initdb" }> {
   const empty = !existsSync(dataDir) || readdirSync(dataDir).length === 0;
   let created: "template" | "initdb" | undefined;
@@ -82,7 +114,10 @@ async function open(): Promise<{ db: PGlite; created?: "template" | "initdb" }> 
     await mkdir(dataDir, { recursive: true });
     created = "initdb";
   }
-  const db = await PGlite.create({ dataDir });
+  const db = await PGlite.create({
+    dataDir,
+    startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((s) => ["-c", s])],
+  });
   // A new backend's first queries load its catalog caches (half a second);
   // here that overlaps the main thread loading the service. This is the
   // query the `postgres` client runs when it connects.
@@ -118,11 +153,19 @@ try {
     const conn = message.conn;
     queue = queue.then(async () => {
       try {
-        const answer = await db.execProtocolRaw(new Uint8Array(input.buffer, input.byteOffset, input.length));
-        if (answer.length > 0) {
-          const bytes = answer.slice();
-          post({ type: "data", conn, bytes }, [bytes.buffer as ArrayBuffer]);
-        }
+        // The stream form hands over PGlite's output as it is written (views
+        // of its memory, copied here once). execProtocolRaw would also parse
+        // every answer into JavaScript messages, and keep them: its result
+        // list is only reset by PGlite's own query methods, so over the raw
+        // protocol it grew by every row the service ever read.
+        const chunks: Uint8Array[] = [];
+        await db.execProtocolRawStream(new Uint8Array(input.buffer, input.byteOffset, input.length), {
+          onRawData: (data) => {
+            chunks.push(data.slice());
+          },
+        });
+        const bytes = chunks.length === 1 ? chunks[0]! : concat(chunks);
+        if (bytes.length > 0) post({ type: "data", conn, bytes }, [bytes.buffer as ArrayBuffer]);
       } catch (err) {
         post({ type: "error", conn, message: err instanceof Error ? err.message : String(err) });
       }

@@ -17,7 +17,8 @@ import { randomBytes } from "node:crypto";
 import { PGlite } from "@electric-sql/pglite";
 import postgres from "postgres";
 import { afterAll, beforeAll } from "vitest";
-import { type Db, type Driver, openPostgres, wrapPglite } from "../../src/db/client.js";
+import { type Db, type Driver, openPostgres } from "../../src/db/client.js";
+import { wrapPglite } from "../../src/db/pglite-direct.js";
 
 export interface TestDatabase {
   db: Db;
