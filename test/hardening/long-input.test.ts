@@ -16,7 +16,9 @@
  * large: InjectIncomingCall's refusals put `to` and `source_ip` in ErrorInfo
  * metadata as given, so a 60 KB `to` made 80 KB of gRPC trailers, and grpc-js
  * and connect-node read a reset stream (INTERNAL). Every error is now
- * bounded on its way out (`boundedError`, src/api/errors.ts). A last test
+ * bounded on its way out (`boundedError`, src/api/errors.ts), and the
+ * request's fields now have limits of their own (a 256-character `to`, an
+ * IPv4 `source_ip`), so such values are refused first. A last test
  * sets every string field of every method, one at a time, to 60 KB over
  * connect-node's gRPC and grpc-js.
  */
@@ -247,35 +249,60 @@ describe.each(testDatabases())("Long input on $name", (backend) => {
     expect((await stored()).domainOptional ?? false).toBe(false);
   });
 
-  /** `echoed`: the ErrorInfo metadata key carrying the request's field `field`. */
-  const refusals: { what: string; request: Record<string, string>; field: string; echoed: string }[] = [
+  // InjectIncomingCall's refusals echo `to` and `source_ip` in ErrorInfo
+  // metadata; long values no longer get that far: the request's own limits
+  // refuse them first, naming the field, and the echo stays bounded anyway
+  // (boundedError, test/hardening/bounded-error.test.ts).
+  const refusals: { what: string; request: Record<string, string>; field: string }[] = [
     {
       what: "a 60 KB user part in `to`",
       request: { to: "1".repeat(LONG), sipDomain: "nowhere.invalid", sourceIp: "203.0.113.9" },
       field: "to",
-      echoed: "to",
     },
     {
       what: "a 60 KB `source_ip`",
       request: { to: "1001", sipDomain: "nowhere.invalid", sourceIp: "2".repeat(LONG) },
-      field: "sourceIp",
-      echoed: "source_ip",
+      field: "source_ip",
+    },
+    {
+      what: "a `source_ip` that is no IPv4 address",
+      request: { to: "1001", sipDomain: "nowhere.invalid", sourceIp: "203.0.113.999" },
+      field: "source_ip",
+    },
+    {
+      what: "a 300-character `sip_domain`",
+      request: { to: "1001", sipDomain: `${"a".repeat(296)}.com`, sourceIp: "203.0.113.9" },
+      field: "sip_domain",
     },
   ];
-  for (const { what, request, field, echoed } of refusals) {
-    it(`InjectIncomingCall with ${what}: its refusal, with the echo cut`, async () => {
+  for (const { what, request, field } of refusals) {
+    it(`InjectIncomingCall with ${what}: INVALID_ARGUMENT naming ${field}`, async () => {
       for (const a of adapters) {
         const f = failure(
           await a.call(SimulatorAdmin, "InjectIncomingCall", request, TEST_OPERATOR_TOKEN),
           a.name,
         );
-        expect(f.code, a.name).toBe("FAILED_PRECONDITION");
-        expect(f.reason, a.name).toBe("DOMAIN_NOT_FOUND");
-        expect(f.metadata[echoed], a.name).toBe(`${request[field]!.slice(0, 199)}…`);
+        expect(f.code, a.name).toMatch(/^INVALID_ARGUMENT/);
+        expect(f.fieldViolations, a.name).toEqual([field]);
         expectBounded(f, a.name);
       }
     });
   }
+
+  it("InjectIncomingCall with a valid but unknown SIP domain still gets its refusal, echoing `to` and `source_ip`", async () => {
+    const request = { to: "1".repeat(256), sipDomain: "nowhere.invalid", sourceIp: "203.0.113.9" };
+    for (const a of adapters) {
+      const f = failure(
+        await a.call(SimulatorAdmin, "InjectIncomingCall", request, TEST_OPERATOR_TOKEN),
+        a.name,
+      );
+      expect(f.code, a.name).toBe("FAILED_PRECONDITION");
+      expect(f.reason, a.name).toBe("DOMAIN_NOT_FOUND");
+      expect(f.metadata.to, a.name).toBe(`${request.to.slice(0, 199)}…`);
+      expect(f.metadata.source_ip, a.name).toBe("203.0.113.9");
+      expectBounded(f, a.name);
+    }
+  });
 
   // Single fields only: combinations that pass validation and reach an echo
   // (the InjectIncomingCall cases above) are covered by boundedError as a whole.
