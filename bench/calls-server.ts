@@ -16,6 +16,20 @@
  * database from after the warm-up to after the server exited (its backends
  * flush their counts when they exit), divided by the measured calls; it
  * includes the worker's idle polls and the engine's heartbeat.
+ *
+ * Topologies (issue #12, item 5): one server (ROLE=all); two ROLE=all
+ * replicas on the one database, the calls created through each in turn;
+ * ROLE=api (the calls created there, its engine driving them) with a
+ * ROLE=worker replica delivering. Server CPU is summed over the processes.
+ *
+ * Without a `databaseUrl` the server runs on the embedded database (PGlite in
+ * its worker thread) in `dataDir` (topology `all` only): nothing else can
+ * open that database while the server runs, so the webhook events are read
+ * after it exited (PGlite opened here on its data directory) and the
+ * transaction counts are not measured. Either way the servers' event-loop
+ * delay over the run is read from their /metrics (prom-client's
+ * nodejs_eventloop_lag_*, a perf_hooks.monitorEventLoopDelay histogram reset
+ * at every scrape): the worst of the listening servers.
  */
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
@@ -32,14 +46,27 @@ import { Calls } from "../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { NumberingAdmin } from "../gen/switchboard/admin/v1/numbering_pb.js";
 import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
 import { SimulatorAdmin } from "../gen/switchboard/admin/v1/simulator_pb.js";
-import { Child, ROOT } from "./children.js";
+import { Child, procCpuMs, ROOT } from "./children.js";
+
+/** The server processes: `all` one ROLE=all; `all-x2` two of them; `api+worker` ROLE=api and ROLE=worker. */
+export type EngineTopology = "all" | "all-x2" | "api+worker";
+
+export const TOPOLOGY_ROLES: Record<EngineTopology, readonly ("all" | "api" | "worker")[]> = {
+  all: ["all"],
+  "all-x2": ["all", "all"],
+  "api+worker": ["api", "worker"],
+};
 
 export interface ServerEngineOptions {
-  /** The scratch database, migrated. */
-  databaseUrl: string;
+  /** Default `all`. */
+  topology?: EngineTopology;
+  /** The scratch database, migrated; undefined: the embedded database in `dataDir`. */
+  databaseUrl?: string;
   dataDir: string;
   calls: number;
   concurrency: number;
+  /** Calls created per second at most (paced from the run's start); 0: as fast as the callers go. */
+  rate?: number;
   timeScale: string;
   timeoutMs: number;
   /** Extra environment of the server (WEBHOOKS_BATCH_SIZE, ...). */
@@ -48,6 +75,9 @@ export interface ServerEngineOptions {
 }
 
 export interface ServerEngineResult {
+  topology: EngineTopology;
+  /** Server processes (their CPU and RSS are summed). */
+  processes: number;
   calls: number;
   /** Calls whose terminal state update said COMPLETED. */
   completed: number;
@@ -56,6 +86,13 @@ export interface ServerEngineResult {
   seconds: number;
   callsPerSecond: number;
   serverCpuMsPerCall: number;
+  /**
+   * The PostgreSQL backends serving the servers' connections (the scratch
+   * database's, this bench's own excluded): their CPU per call, from
+   * /proc/<pid>/stat (PostgreSQL on this machine); NaN on the embedded
+   * database, whose CPU is in the server's.
+   */
+  databaseCpuMsPerCall: number;
   /** The bench process's own CPU (client, handler, receiver) per call. */
   benchCpuMsPerCall: number;
   createP50Ms: number;
@@ -70,6 +107,9 @@ export interface ServerEngineResult {
   xactsPerCall: number;
   rowsWrittenPerCall: number;
   serverRssMb: number | undefined;
+  /** The server's main event-loop delay over the run (its /metrics), ms. */
+  loopP99Ms: number;
+  loopMaxMs: number;
   error?: string;
 }
 
@@ -176,6 +216,19 @@ interface Stats {
   written: number;
 }
 
+/** CPU so far of each backend of the scratch database but the asking one's, by pid. */
+async function backendCpu(sql: postgres.Sql): Promise<Map<number, number>> {
+  const rows = await sql.unsafe(
+    "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()",
+  );
+  const cpu = new Map<number, number>();
+  for (const r of rows) {
+    const ms = procCpuMs(Number(r.pid));
+    if (ms !== undefined) cpu.set(Number(r.pid), ms);
+  }
+  return cpu;
+}
+
 async function readStats(sql: postgres.Sql): Promise<Stats> {
   const rows = await sql.unsafe(
     "select xact_commit + xact_rollback as xacts, tup_inserted + tup_updated + tup_deleted as written from pg_stat_database where datname = current_database()",
@@ -185,47 +238,62 @@ async function readStats(sql: postgres.Sql): Promise<Stats> {
 
 export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerEngineResult> {
   const receivers = await startReceivers();
-  const stats = postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
-  const child = new Child(
-    "postgres server",
-    "dist/server.js",
-    {
-      ...Object.fromEntries(
-        Object.entries(process.env).filter(
-          ([k]) => !["NODE_OPTIONS", "TEST_DATABASE_URL", "BENCH_CPU_PROF"].includes(k),
-        ),
+  const stats =
+    o.databaseUrl === undefined ? undefined : postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
+  const topology = o.topology ?? "all";
+  const roles = TOPOLOGY_ROLES[topology];
+  const children = roles.map(
+    (role, i) =>
+      new Child(
+        `${o.databaseUrl === undefined ? "pglite" : "postgres"} server ${i + 1} (ROLE=${role})`,
+        "dist/server.js",
+        {
+          ...Object.fromEntries(
+            Object.entries(process.env).filter(
+              ([k]) => !["NODE_OPTIONS", "TEST_DATABASE_URL", "DATABASE_URL", "BENCH_CPU_PROF"].includes(k),
+            ),
+          ),
+          NODE_ENV: "production",
+          ...(o.databaseUrl === undefined ? {} : { DATABASE_URL: o.databaseUrl }),
+          DATA_DIR: o.dataDir,
+          PORT: "0",
+          HOST: "127.0.0.1",
+          LOG_LEVEL: "info",
+          ROLE: role,
+          SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
+          RECORDING_LINK_SECRET: "bench-recording-link-secret-0123456789abcdef",
+          SIMULATOR_TIME_SCALE: o.timeScale,
+          WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+          RATE_LIMIT_PROJECT_PER_SECOND: "0",
+          RATE_LIMIT_API_KEY_PER_SECOND: "0",
+          // The project's calls in flight grow with the rate (Little's law): the default 100 would refuse
+          // creates at ~250 calls/s on a loaded machine, which measures the policy, not the engine.
+          CALL_CONCURRENCY_LIMIT: process.env.CALL_CONCURRENCY_LIMIT ?? "10000",
+          ...o.serverEnv,
+        },
+        [],
+        {
+          compiled: true,
+          // BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there when it stops.
+          nodeArgs: process.env.BENCH_CPU_PROF
+            ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+            : [],
+        },
       ),
-      NODE_ENV: "production",
-      DATABASE_URL: o.databaseUrl,
-      DATA_DIR: o.dataDir,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "info",
-      SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
-      RECORDING_LINK_SECRET: "bench-recording-link-secret-0123456789abcdef",
-      SIMULATOR_TIME_SCALE: o.timeScale,
-      WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-      RATE_LIMIT_PROJECT_PER_SECOND: "0",
-      RATE_LIMIT_API_KEY_PER_SECOND: "0",
-      ...o.serverEnv,
-    },
-    [],
-    {
-      compiled: true,
-      // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops.
-      nodeArgs: process.env.BENCH_CPU_PROF
-        ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-        : [],
-    },
   );
+  const cpuMs = () => children.reduce((sum, c) => sum + (c.cpuMs() ?? Number.NaN), 0);
+  const stopAll = () => Promise.all(children.map((c) => c.stop()));
   try {
-    const base = await discover(child);
-    const transport = createConnectTransport({
-      baseUrl: base,
-      httpVersion: "1.1",
-      interceptors: [bearer(OPERATOR_TOKEN)],
-    });
-    const calls = createClient(Calls, transport);
+    // Every child's output is watched from now on (a line said before it is watched is missed).
+    const started = await Promise.all(
+      children.map((child, i) => (roles[i] === "worker" ? workerStarted(child) : discover(child))),
+    );
+    const bases = started.filter((b): b is string => b !== undefined);
+    const transports = bases.map((baseUrl) =>
+      createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [bearer(OPERATOR_TOKEN)] }),
+    );
+    const transport = transports[0]!;
+    const clients = transports.map((t) => createClient(Calls, t));
     await createClient(Projects, transport).createProject({ projectId: PROJECT_ID });
     await createClient(NumberingAdmin, transport).createNumberBlock({
       numberBlock: {
@@ -243,8 +311,9 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
     await createClient(SimulatorAdmin, transport).createRoute({
       route: { prefix: TO_PREFIX, ringSeconds: 2, talkSeconds: 3600 },
     });
+    // Through each API replica in turn.
     const create = (i: number) =>
-      calls.createCall({
+      clients[i % clients.length]!.createCall({
         parent: PROJECT,
         call: {
           to: `${TO_PREFIX}${String(i % 100).padStart(2, "0")}`,
@@ -263,12 +332,15 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
     await until(WARM_UP, performance.now() + o.timeoutMs);
     // Let the server's backends flush the warm-up's statistics (at most every second).
     await sleep(1_500);
-    const before = await readStats(stats);
+    const before = stats === undefined ? undefined : await readStats(stats);
     const warmNames = new Set(receivers.terminal.keys());
 
     const latencies: number[] = [];
     let next = 0;
-    const cpu0 = child.cpuMs() ?? 0;
+    // A scrape resets the event-loop delay histogram: what the next one reads is the run's.
+    await Promise.all(bases.map(eventLoopDelay));
+    const cpu0 = cpuMs();
+    const db0 = stats === undefined ? undefined : await backendCpu(stats);
     const own0 = process.cpuUsage();
     const handled0 = receivers.handled();
     const t0 = performance.now();
@@ -277,6 +349,9 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       Array.from({ length: Math.min(o.concurrency, o.calls) }, async () => {
         while (next < o.calls && performance.now() < deadline) {
           const i = next++;
+          // Paced: call i is created no earlier than i / rate seconds into the run.
+          const due = o.rate ? t0 + (i * 1000) / o.rate : 0;
+          if (due > performance.now()) await sleep(due - performance.now());
           const s = performance.now();
           await create(i);
           latencies.push(performance.now() - s);
@@ -285,15 +360,26 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
     );
     await until(WARM_UP + latencies.length, deadline);
     const seconds = (performance.now() - t0) / 1000;
-    const serverCpu = (child.cpuMs() ?? Number.NaN) - cpu0;
+    const serverCpu = cpuMs() - cpu0;
+    // Backends that ended during the run are missed (the pools keep theirs); new ones count whole.
+    const db1 = stats === undefined ? undefined : await backendCpu(stats);
+    const databaseCpu =
+      db0 === undefined || db1 === undefined
+        ? Number.NaN
+        : [...db1].reduce((sum, [pid, ms]) => sum + ms - (db0.get(pid) ?? 0), 0);
     const ownCpu = cpuMsSince(own0);
     const handled = receivers.handled() - handled0;
-    const rss = child.rssBytes();
+    const rss = children.reduce((sum, c) => sum + (c.rssBytes() ?? Number.NaN), 0);
+    const loops = await Promise.all(bases.map(eventLoopDelay));
+    const loop = {
+      p99Ms: Math.max(...loops.map((l) => l.p99Ms)),
+      maxMs: Math.max(...loops.map((l) => l.maxMs)),
+    };
     const timedOut = receivers.terminal.size < WARM_UP + latencies.length || latencies.length < o.calls;
 
-    await child.stop();
+    await stopAll();
     await sleep(500);
-    const after = await readStats(stats);
+    const after = stats === undefined ? undefined : await readStats(stats);
 
     // Lag of every state update of the measured calls.
     const measured = [...receivers.terminal.keys()].filter((n) => !warmNames.has(n));
@@ -302,9 +388,10 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       const s = receivers.terminal.get(n)!;
       states.set(s, (states.get(s) ?? 0) + 1);
     }
-    const events = await stats.unsafe(
-      "select e.id, e.create_time, e.state from webhook_events e where e.event_type = 'CALL_STATE_UPDATE' and e.call_id = any($1)",
-      [measured.map((n) => n.slice(n.lastIndexOf("/") + 1))],
+    const events = await stateUpdateEvents(
+      stats,
+      o.dataDir,
+      measured.map((n) => n.slice(n.lastIndexOf("/") + 1)),
     );
     const lags: number[] = [];
     let undelivered = 0;
@@ -317,6 +404,8 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
     const sorted = [...latencies].sort((a, b) => a - b);
     const n = latencies.length;
     return {
+      topology,
+      processes: children.length,
       calls: n,
       completed: states.get("COMPLETED") ?? 0,
       otherStates:
@@ -327,6 +416,7 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       seconds,
       callsPerSecond: n / seconds,
       serverCpuMsPerCall: serverCpu / n,
+      databaseCpuMsPerCall: databaseCpu / n,
       benchCpuMsPerCall: ownCpu / n,
       createP50Ms: percentile(sorted, 50),
       createP99Ms: percentile(sorted, 99),
@@ -336,9 +426,13 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       lagP50Ms: percentile(lags, 50),
       lagP99Ms: percentile(lags, 99),
       lagMaxMs: lags.at(-1) ?? Number.NaN,
-      xactsPerCall: (after.xacts - before.xacts) / n,
-      rowsWrittenPerCall: (after.written - before.written) / n,
-      serverRssMb: rss === undefined ? undefined : rss / 1048576,
+      xactsPerCall:
+        after === undefined || before === undefined ? Number.NaN : (after.xacts - before.xacts) / n,
+      rowsWrittenPerCall:
+        after === undefined || before === undefined ? Number.NaN : (after.written - before.written) / n,
+      serverRssMb: Number.isNaN(rss) ? undefined : rss / 1048576,
+      loopP99Ms: loop.p99Ms,
+      loopMaxMs: loop.maxMs,
       ...(timedOut
         ? {
             error: `timed out after ${o.timeoutMs / 1000} s (${n} created, ${measured.length} ended)`,
@@ -346,11 +440,62 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
         : {}),
     };
   } finally {
-    await child.stop();
-    await stats.end({ timeout: 5 });
+    await stopAll();
+    await stats?.end({ timeout: 5 });
     receivers.server.closeAllConnections();
     await new Promise((resolve) => receivers.server.close(resolve));
   }
+}
+
+/** Resolves once a ROLE=worker server logged that it started (nothing listens). */
+async function workerStarted(child: Child): Promise<void> {
+  await child.waitForLine((line) => {
+    const parsed = JSON.parse(line) as { msg?: string };
+    return parsed.msg === "switchboard worker started" ? true : undefined;
+  }, 120_000);
+}
+
+/**
+ * The webhook events of the calls `callIds` (id, create_time, state): from
+ * the PostgreSQL scratch database, or from the embedded database's data
+ * directory once the server has exited (PGlite opened here).
+ */
+async function stateUpdateEvents(
+  stats: postgres.Sql | undefined,
+  dataDir: string,
+  callIds: string[],
+): Promise<Record<string, unknown>[]> {
+  const query =
+    "select e.id, e.create_time, e.state from webhook_events e where e.event_type = 'CALL_STATE_UPDATE' and e.call_id = any($1)";
+  if (stats !== undefined) return [...(await stats.unsafe(query, [callIds]))];
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { embeddedDataDir } = await import("../src/db/location.js");
+  const db = await PGlite.create({ dataDir: embeddedDataDir(dataDir) });
+  try {
+    return (await db.query<Record<string, unknown>>(query, [callIds])).rows;
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * The server's event-loop delay since the previous scrape (prom-client's
+ * nodejs_eventloop_lag_p99/max_seconds; a scrape resets them), ms.
+ */
+async function eventLoopDelay(base: string): Promise<{ p99Ms: number; maxMs: number }> {
+  const res = await fetch(`${base}/metrics`, {
+    headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await res.text();
+  const value = (name: string) => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, "m").exec(text);
+    return m === null ? Number.NaN : Number(m[1]) * 1000;
+  };
+  return {
+    p99Ms: value("nodejs_eventloop_lag_p99_seconds"),
+    maxMs: value("nodejs_eventloop_lag_max_seconds"),
+  };
 }
 
 /** The server's address (its "switchboard listening" log line), once /readyz answers. */

@@ -160,14 +160,7 @@ export class Child {
    * milliseconds, from /proc/<pid>/stat (clock ticks of 10 ms).
    */
   cpuMs(): number | undefined {
-    try {
-      const stat = readFileSync(`/proc/${this.pid}/stat`, "utf8");
-      // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return (Number(fields[11]) + Number(fields[12])) * (1000 / CLOCK_TICKS_PER_SECOND);
-    } catch {
-      return undefined;
-    }
+    return procCpuMs(this.pid);
   }
 
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. */
@@ -218,4 +211,20 @@ export async function expectSuccess(child: Child, timeoutMs: number): Promise<vo
     clearTimeout(timer);
   }
   if (child.proc.exitCode !== 0) throw new Error(child.describeExit());
+}
+
+/**
+ * CPU time process `pid` has used so far (user + system, all threads), in
+ * milliseconds, from /proc/<pid>/stat (clock ticks of 10 ms); undefined
+ * once it has exited.
+ */
+export function procCpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * (1000 / CLOCK_TICKS_PER_SECOND);
+  } catch {
+    return undefined;
+  }
 }

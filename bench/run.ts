@@ -35,7 +35,8 @@
  * BENCH_STREAMS (32 per HTTP/2 connection), BENCH_ROWS ("1000,100000"),
  * BENCH_LATENCY_REQUESTS (1000), BENCH_TRANSPORTS ("grpc,connect,rest,connect-h1,rest-h1"),
  * BENCH_OPERATIONS ("create,get,list"), BENCH_H2LOAD (the binary), BENCH_CPU_PROF
- * (a directory: the server writes a V8 CPU profile there when it stops).
+ * (a directory: the server writes a V8 CPU profile there when it stops), BENCH_NODE_ARGS
+ * (extra node options for the server, space-separated).
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -322,7 +323,7 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
       RATE_LIMIT_API_KEY_PER_SECOND: "0",
     }),
     [],
-    { compiled: true, nodeArgs: cpuProfArgs(backend) },
+    { compiled: true, nodeArgs: [...serverNodeArgs(), ...cpuProfArgs(backend)] },
   );
   const address = await child.waitForLine((line) => {
     const parsed = JSON.parse(line) as { msg?: string; url?: string };
@@ -358,6 +359,12 @@ async function createApiKey(base: string): Promise<string> {
   const key = (await res.json()) as { secret?: unknown };
   if (typeof key.secret !== "string") throw new Error("creating an API key: no secret in the answer");
   return key.secret;
+}
+
+/** BENCH_NODE_ARGS: extra node options for the server (experiments: `--max-semi-space-size=32`). */
+function serverNodeArgs(): string[] {
+  const raw = process.env.BENCH_NODE_ARGS?.trim();
+  return raw ? raw.split(/\s+/) : [];
 }
 
 /** BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops. */
