@@ -47,8 +47,33 @@ const FINISH_ROUNDS = `with v as (
   kept as (update webhook_events e set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
       complete_time = v.complete, lease_owner = null, lease_expire_time = null
     from v where e.id = v.id and e.lease_owner = $1 and e.state = 'PENDING'
-    returning e.id)
-  select id from kept`;
+    returning e.id, e.project_id, e.ordering_key, e.state)
+  select id, project_id, ordering_key, state from kept`;
+
+/**
+ * After events of ordering keys left PENDING (finishRounds), the next
+ * pending event of each key becomes ready ($1: JSON [{p, k}]). A statement
+ * of its own, after the one that finished them: its snapshot includes an
+ * event whose enqueue held the finished one FOR SHARE (outbox.ts).
+ */
+const READY_NEXT = `update webhook_events w set ready = true
+  from (select distinct on (e.project_id, e.ordering_key) e.id, e.ready
+    from json_to_recordset($1::text::json) as k(p text, k text)
+    join webhook_events e on e.project_id = k.p and e.ordering_key = k.k and e.state = 'PENDING'
+    order by e.project_id, e.ordering_key, e.seq) h
+  where w.id = h.id and not h.ready`;
+
+/**
+ * The repair READY_NEXT should make unnecessary: the first pending event of
+ * every key made ready. A process that stopped between finishing an event
+ * and READY_NEXT leaves its key's next event waiting; the workers run this
+ * now and then (worker.ts). It reads every pending event with a key.
+ */
+const READY_STRANDED = `update webhook_events w set ready = true
+  from (select distinct on (project_id, ordering_key) id, ready from webhook_events
+    where state = 'PENDING' and ordering_key is not null
+    order by project_id, ordering_key, seq) h
+  where w.id = h.id and not h.ready`;
 
 /** `insertFinished` as one fixed text (see FINISH_ROUNDS): the exchange's event and its attempts (JSON). */
 const INSERT_FINISHED = `with e as (insert into webhook_events
@@ -72,7 +97,7 @@ const INSERT_FINISHED = `with e as (insert into webhook_events
  */
 const CLAIM = `with due as (
     select id from webhook_events t
-    where state = 'PENDING' and next_attempt_time <= $2::timestamptz
+    where state = 'PENDING' and ready and next_attempt_time <= $2::timestamptz
       and (lease_expire_time is null or lease_expire_time <= $2::timestamptz)
       and (ordering_key is null or not exists (
         select 1 from webhook_events earlier
@@ -88,6 +113,21 @@ const CLAIM = `with due as (
     ${ms("c.create_time")}, ${ms("c.complete_time")}, c.call_id, p.signing_key
   from claimed c join projects p on p.id = c.project_id
   order by c.seq`;
+
+interface KeptRow {
+  id: string;
+  project_id: string;
+  ordering_key: string | null;
+  state: string;
+}
+
+/** The keys (JSON for READY_NEXT) of the events in `kept` that left PENDING; undefined when none. */
+function keysLeft(kept: readonly KeptRow[]): string | undefined {
+  const keys = kept
+    .filter((r) => r.state !== "PENDING" && r.ordering_key !== null)
+    .map((r) => ({ p: r.project_id, k: r.ordering_key }));
+  return keys.length === 0 ? undefined : JSON.stringify(keys);
+}
 
 function ms(column: string): string {
   return `(extract(epoch from ${column}) * 1000)::float8`;
@@ -115,6 +155,7 @@ function claimedOf(v: unknown[]): ClaimedEvent {
       createTime: new Date(v[12] as number),
       completeTime: dateOf(v[13]),
       callId: v[14] as string | null,
+      ready: true,
     },
     signingKey: v[15] as string,
   };
@@ -177,6 +218,7 @@ export class WebhookEventsRepository {
       .where(
         and(
           eq(t.state, "PENDING"),
+          eq(t.ready, true),
           lte(t.nextAttemptTime, now),
           or(isNull(t.leaseExpireTime), lte(t.leaseExpireTime, now)),
           or(
@@ -255,6 +297,10 @@ export class WebhookEventsRepository {
       const rows = await timedStatement(FINISH_ROUNDS, () =>
         client.unsafe(FINISH_ROUNDS, params, { prepare: true }),
       );
+      const keys = keysLeft(rows as unknown as KeptRow[]);
+      if (keys !== undefined) {
+        await timedStatement(READY_NEXT, () => client.unsafe(READY_NEXT, [keys], { prepare: true }));
+      }
       return new Set(rows.map((r) => r.id as string));
     }
     const values = sql.join(
@@ -270,13 +316,33 @@ export class WebhookEventsRepository {
       complete_time = v.complete, lease_owner = null, lease_expire_time = null
       from (values ${values}) as v(id, state, round, next, complete)
       where ${t}.id = v.id and ${t}.lease_owner = ${owner} and ${t}.state = 'PENDING'
-      returning ${t}.id`;
+      returning ${t}.id, ${t}.project_id, ${t}.ordering_key, ${t}.state`;
     const statement =
       made.length === 0
         ? update
-        : sql`with made as (${this.db.insert(attempts).values(made).getSQL()}), kept as (${update}) select id from kept`;
-    const result = await this.db.execute<{ id: string }>(statement);
-    return new Set(rowsOf<{ id: string }>(result).map((r) => r.id));
+        : sql`with made as (${this.db.insert(attempts).values(made).getSQL()}), kept as (${update}) select * from kept`;
+    const kept = rowsOf<KeptRow>(await this.db.execute(statement));
+    const keys = keysLeft(kept);
+    if (keys !== undefined) {
+      const [head, tail] = READY_NEXT.split("$1") as [string, string];
+      await this.db.execute(sql`${sql.raw(head)}${keys}${sql.raw(tail)}`);
+    }
+    return new Set(kept.map((r) => r.id));
+  }
+
+  /**
+   * Makes ready the first pending event of every key that is not (see
+   * READY_STRANDED); resolves with how many there were — zero unless a
+   * process stopped between finishing an event and readying the next.
+   */
+  async readyStranded(): Promise<number> {
+    const client = directClientOf(this.db);
+    if (client !== undefined) return (await client.unsafe(READY_STRANDED)).count;
+    const result = (await this.db.execute(sql.raw(READY_STRANDED))) as unknown as {
+      affectedRows?: number;
+      count?: number;
+    };
+    return result.affectedRows ?? result.count ?? 0;
   }
 
   async get(id: string): Promise<DeliveryWithAttempts | undefined> {
@@ -311,6 +377,8 @@ export class WebhookEventsRepository {
       .update(t)
       .set({
         state: "PENDING",
+        // The claim keeps the order of its key (an event of it may be in flight).
+        ready: true,
         nextAttemptTime: now,
         completeTime: null,
         leaseOwner: null,

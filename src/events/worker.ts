@@ -46,6 +46,13 @@ export interface WebhookWorkerOptions {
 /** Batches a worker may have in flight at once (claimed, not yet recorded). */
 const BATCHES_IN_FLIGHT = 25;
 
+/**
+ * How often the loop repairs events left waiting behind nothing (repository
+ * readyStranded: a process stopped between recording an event and readying
+ * the next of its key); also when it starts.
+ */
+const READY_SWEEP_MS = 60_000;
+
 /** How long a kicked worker lets further kicks gather before it claims (ms). */
 const KICK_COALESCE_MS = 5;
 
@@ -166,7 +173,12 @@ export class WebhookWorker {
     const { config, log } = this.options;
     const room = () => BATCHES_IN_FLIGHT * config.batchSize - this.inFlight;
     let full = false;
+    let swept = Number.NEGATIVE_INFINITY;
     while (this.running) {
+      if (performance.now() - swept >= READY_SWEEP_MS) {
+        swept = performance.now();
+        await this.sweep();
+      }
       this.kicked = false;
       this.wake = undefined;
       // After a full batch there is likely more: as many claims at once as
@@ -204,6 +216,18 @@ export class WebhookWorker {
         this.wake = done;
       });
       this.wake = undefined;
+    }
+  }
+
+  /** Readies events left waiting behind nothing (see READY_SWEEP_MS); never throws. */
+  private async sweep(): Promise<void> {
+    const { log } = this.options;
+    try {
+      const readied = await this.repo.readyStranded();
+      if (readied > 0)
+        log.warn({ events: readied }, "webhook events were waiting behind nothing; made ready");
+    } catch (err) {
+      if (this.running) log.error({ err }, "webhook ready sweep failed");
     }
   }
 
