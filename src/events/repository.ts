@@ -29,6 +29,19 @@ import {
 import { timedStatement } from "../observability/metrics.js";
 import { rowsOf } from "./outbox.js";
 
+function ms(column: string): string {
+  return `(extract(epoch from ${column}) * 1000)::float8`;
+}
+
+/** What a claim returns (claimedOf): the event `c` and its project's signing key (`p`). */
+const CLAIMED_COLUMNS = `select c.id, c.seq::float8, c.project_id, c.event_type, c.ordering_key,
+    array_to_json(c.uris)::text, c.body, c.state, c.attempt_count, ${ms("c.next_attempt_time")}, c.lease_owner,
+    ${ms("c.lease_expire_time")}, ${ms("c.create_time")}, ${ms("c.complete_time")}, c.call_id, p.signing_key`;
+
+/** READY_NEXT: whether the event `w` is due at $3 and free to lease (its values before the update). */
+const HANDED = `(w.next_attempt_time <= $3::timestamptz
+  and (w.lease_expire_time is null or w.lease_expire_time <= $3::timestamptz))`;
+
 /**
  * `finishRounds` as one fixed text, for the postgres.js client directly
  * (db/direct.ts): the rounds and the attempts are each one JSON parameter
@@ -52,16 +65,26 @@ const FINISH_ROUNDS = `with v as (
 
 /**
  * After events of ordering keys left PENDING (finishRounds), the next
- * pending event of each key becomes ready ($1: JSON [{p, k}]). A statement
- * of its own, after the one that finished them: its snapshot includes an
- * event whose enqueue held the finished one FOR SHARE (outbox.ts).
+ * pending event of each key becomes ready ($1: JSON [{p, k}]) and, when it
+ * is due at $3 and not leased, is handed straight to the worker that
+ * finished its predecessor ($2, lease until $4), which delivers it without
+ * another claim; those are returned, as CLAIM returns. A statement of its
+ * own, after the one that finished them: its snapshot includes an event
+ * whose enqueue held the finished one FOR SHARE (outbox.ts).
  */
-const READY_NEXT = `update webhook_events w set ready = true
-  from (select distinct on (e.project_id, e.ordering_key) e.id, e.ready
+const READY_NEXT = `with h as (select distinct on (e.project_id, e.ordering_key) e.id, e.ready
     from json_to_recordset($1::text::json) as k(p text, k text)
     join webhook_events e on e.project_id = k.p and e.ordering_key = k.k and e.state = 'PENDING'
-    order by e.project_id, e.ordering_key, e.seq) h
-  where w.id = h.id and not h.ready`;
+    order by e.project_id, e.ordering_key, e.seq),
+  r as (update webhook_events w set ready = true,
+      lease_owner = case when ${HANDED} then $2 else w.lease_owner end,
+      lease_expire_time = case when ${HANDED} then $4::timestamptz else w.lease_expire_time end
+    from h where w.id = h.id and not h.ready
+    returning w.*)
+  ${CLAIMED_COLUMNS}
+  from r c join projects p on p.id = c.project_id
+  where c.lease_owner = $2 and c.lease_expire_time = $4::timestamptz
+  order by c.seq`;
 
 /**
  * The repair READY_NEXT should make unnecessary: the first pending event of
@@ -108,9 +131,7 @@ const CLAIM = `with due as (
     for update of t skip locked),
   claimed as (update webhook_events set lease_owner = $1, lease_expire_time = $3::timestamptz
     where id in (select id from due) returning *)
-  select c.id, c.seq::float8, c.project_id, c.event_type, c.ordering_key, array_to_json(c.uris)::text, c.body,
-    c.state, c.attempt_count, ${ms("c.next_attempt_time")}, c.lease_owner, ${ms("c.lease_expire_time")},
-    ${ms("c.create_time")}, ${ms("c.complete_time")}, c.call_id, p.signing_key
+  ${CLAIMED_COLUMNS}
   from claimed c join projects p on p.id = c.project_id
   order by c.seq`;
 
@@ -129,8 +150,14 @@ function keysLeft(kept: readonly KeptRow[]): string | undefined {
   return keys.length === 0 ? undefined : JSON.stringify(keys);
 }
 
-function ms(column: string): string {
-  return `(extract(epoch from ${column}) * 1000)::float8`;
+/** `text` on a PGlite instance's own client (tests' databases), its rows as arrays (like directRows). */
+async function pgliteRows(db: Db, text: string, params: readonly unknown[]): Promise<unknown[][]> {
+  const client = (
+    db as unknown as {
+      $client: { query(t: string, p: unknown[], o: { rowMode: "array" }): Promise<{ rows: unknown[][] }> };
+    }
+  ).$client;
+  return (await client.query(text, [...params], { rowMode: "array" })).rows;
 }
 
 function dateOf(value: unknown): Date | null {
@@ -282,7 +309,40 @@ export class WebhookEventsRepository {
    * recorded; the others' leases were lost.
    */
   async finishRounds(owner: string, rounds: readonly FinishedRound[]): Promise<Set<string>> {
-    if (rounds.length === 0) return new Set();
+    return (await this.finish(owner, rounds)).kept;
+  }
+
+  /**
+   * finishRounds, and then the next event of each key that left PENDING
+   * made ready; given `handOver`, those due at its `now` are leased to
+   * `owner` until its `leaseExpireTime` and returned (`next`), for the
+   * worker to deliver at once.
+   */
+  async finish(
+    owner: string,
+    rounds: readonly FinishedRound[],
+    handOver?: { now: Date; leaseExpireTime: Date },
+  ): Promise<{ kept: Set<string>; next: ClaimedEvent[] }> {
+    if (rounds.length === 0) return { kept: new Set(), next: [] };
+    const kept = await this.finishOnly(owner, rounds);
+    const keys = keysLeft(kept);
+    if (keys === undefined) return { kept: new Set(kept.map((r) => r.id)), next: [] };
+    const params = [
+      keys,
+      owner,
+      handOver === undefined ? "-infinity" : handOver.now.toISOString(),
+      (handOver?.leaseExpireTime ?? new Date(0)).toISOString(),
+    ];
+    const client = directClientOf(this.db);
+    const next =
+      client !== undefined
+        ? await timedStatement(READY_NEXT, () => directRows(client, READY_NEXT, params))
+        : await pgliteRows(this.db, READY_NEXT, params);
+    return { kept: new Set(kept.map((r) => r.id)), next: next.map(claimedOf) };
+  }
+
+  /** Records the rounds (FINISH_ROUNDS); the events whose state was recorded. */
+  private async finishOnly(owner: string, rounds: readonly FinishedRound[]): Promise<KeptRow[]> {
     const made = rounds.flatMap((r) => r.attempts);
     const client = directClientOf(this.db);
     if (client !== undefined) {
@@ -297,11 +357,7 @@ export class WebhookEventsRepository {
       const rows = await timedStatement(FINISH_ROUNDS, () =>
         client.unsafe(FINISH_ROUNDS, params, { prepare: true }),
       );
-      const keys = keysLeft(rows as unknown as KeptRow[]);
-      if (keys !== undefined) {
-        await timedStatement(READY_NEXT, () => client.unsafe(READY_NEXT, [keys], { prepare: true }));
-      }
-      return new Set(rows.map((r) => r.id as string));
+      return [...rows] as unknown as KeptRow[];
     }
     const values = sql.join(
       rounds.map(({ eventId, round, outcome }) => {
@@ -321,13 +377,7 @@ export class WebhookEventsRepository {
       made.length === 0
         ? update
         : sql`with made as (${this.db.insert(attempts).values(made).getSQL()}), kept as (${update}) select * from kept`;
-    const kept = rowsOf<KeptRow>(await this.db.execute(statement));
-    const keys = keysLeft(kept);
-    if (keys !== undefined) {
-      const [head, tail] = READY_NEXT.split("$1") as [string, string];
-      await this.db.execute(sql`${sql.raw(head)}${keys}${sql.raw(tail)}`);
-    }
-    return new Set(kept.map((r) => r.id));
+    return rowsOf<KeptRow>(await this.db.execute(statement));
   }
 
   /**

@@ -9,6 +9,9 @@
  *   round is recorded — DELIVERED on a 2xx, otherwise the next round at the
  *   retry delay, or FAILED after the last retry. Rounds that finish while a
  *   recording is being written are recorded together, in one statement.
+ *   The next event of a key whose event is done with is then made ready
+ *   and, in the loop, handed to this worker with a lease in that same
+ *   statement: a call's state updates follow each other without a claim.
  * - `runOnce()` claims one batch, delivers it and records it (tests, tools).
  * - `start()` runs a loop that keeps claiming while there is room (at most
  *   25 batches in flight; after a full batch, as many claims at once as
@@ -114,11 +117,16 @@ export class WebhookWorker {
     };
   }
 
-  /** Records finished rounds in one statement, then logs and counts them. */
-  private async record(rounds: readonly Finished[]): Promise<void> {
+  /**
+   * Records finished rounds in one statement, then logs and counts them.
+   * Given `handOver` (the loop runs), the next event of each ordering key
+   * that is done with comes leased to this worker and is delivered at once.
+   */
+  private async record(rounds: readonly Finished[], handOver = false): Promise<void> {
     if (rounds.length === 0) return;
-    const { log } = this.options;
-    const kept = await this.repo.finishRounds(
+    const { log, clock, config } = this.options;
+    const now = clock.now();
+    const { kept, next } = await this.repo.finish(
       this.id,
       rounds.map(({ event, round, attempts, outcome }) => ({
         eventId: event.id,
@@ -135,7 +143,9 @@ export class WebhookWorker {
           durationMs: a.durationMs,
         })),
       })),
+      handOver ? { now, leaseExpireTime: new Date(now.getTime() + config.leaseSeconds * 1000) } : undefined,
     );
+    for (const c of next) this.start1(c);
     for (const { event, round, attempts, outcome, now } of rounds) {
       if (!kept.has(event.id)) {
         log.warn({ eventId: event.id, worker: this.id }, "webhook lease lost before the round was recorded");
@@ -261,7 +271,7 @@ export class WebhookWorker {
         const batch = this.finished;
         this.finished = [];
         try {
-          await this.record(batch);
+          await this.record(batch, this.running);
         } catch (err) {
           // Unrecorded rounds are delivered again once their leases expire.
           this.options.log.error({ err, events: batch.length }, "could not record webhook rounds");

@@ -387,6 +387,69 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     expect((await stored(third)).event.state).toBe("DELIVERED");
   });
 
+  it("hands the next event of a key to the worker that recorded its predecessor, leased", async () => {
+    const clock = new TestClock(T0);
+    const project = await newProject(database.db);
+    const key = `${project}/calls/h1`;
+    const uris = [`${receiver.base}/handover`];
+    const first = await enqueue(project, { uris, orderingKey: key, body: '{"n":1}' }, clock);
+    const second = await enqueue(project, { uris, orderingKey: key, body: '{"n":2}' }, clock);
+    const third = await enqueue(project, { uris, orderingKey: key, body: '{"n":3}' }, clock);
+    const repo = new WebhookEventsRepository(database.db);
+    const lease = new Date(clock.now().getTime() + 60_000);
+    expect((await repo.claim("w1", clock.now(), lease, 10)).map((c) => c.event.id)).toEqual([first]);
+    const done = (id: string) => ({
+      eventId: id,
+      round: 1,
+      attempts: [],
+      outcome: { state: "DELIVERED" as const, completeTime: clock.now() },
+    });
+    const { kept, next } = await repo.finish("w1", [done(first)], {
+      now: clock.now(),
+      leaseExpireTime: lease,
+    });
+    expect(kept).toEqual(new Set([first]));
+    expect(next.map((c) => c.event.id)).toEqual([second]);
+    expect(next[0]!.event.leaseOwner).toBe("w1");
+    expect(next[0]!.event.leaseExpireTime).toEqual(lease);
+    expect(next[0]!.signingKey).toBe((await keyOf(database.db, project)).toString("base64"));
+    const stored2 = (await stored(second)).event;
+    expect([stored2.ready, stored2.leaseOwner]).toEqual([true, "w1"]);
+    expect(await repo.claim("w2", clock.now(), lease, 10), "leased: no one else claims it").toEqual([]);
+
+    // Without a hand-over (or not yet due) the next one is only made ready.
+    const plain = await repo.finish("w1", [done(second)]);
+    expect(plain.next).toEqual([]);
+    const stored3 = (await stored(third)).event;
+    expect([stored3.ready, stored3.leaseOwner]).toEqual([true, null]);
+    expect((await repo.claim("w2", clock.now(), lease, 10)).map((c) => c.event.id)).toEqual([third]);
+  });
+
+  it("the running loop delivers a key's events in order, each once", async () => {
+    const clock = new TestClock(T0);
+    const project = await newProject(database.db);
+    const uris = [`${receiver.base}/chain`];
+    const keys = [1, 2, 3].map((c) => `${project}/calls/chain${c}`);
+    for (let n = 0; n < 6; n++) {
+      for (const key of keys)
+        await enqueue(project, { uris, orderingKey: key, body: JSON.stringify({ key, n }) }, clock);
+    }
+    const loop = worker(clock);
+    loop.start();
+    try {
+      const t0 = Date.now();
+      while (receiver.requests.length < 18 && Date.now() - t0 < 10_000)
+        await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await loop.stop();
+    }
+    expect(receiver.requests).toHaveLength(18);
+    for (const key of keys) {
+      const seen = receiver.requests.map((r) => JSON.parse(r.body)).filter((b) => b.key === key);
+      expect(seen.map((b) => b.n)).toEqual([0, 1, 2, 3, 4, 5]);
+    }
+  });
+
   it("a sweep readies an event left waiting behind nothing (its predecessor's process stopped)", async () => {
     const clock = new TestClock(T0);
     const project = await newProject(database.db);
