@@ -17,7 +17,8 @@
  *   milliseconds, exactly what a JS Date holds, so comparisons are exact.
  */
 import { createHash } from "node:crypto";
-import { type AnyColumn, desc, type SQL, sql } from "drizzle-orm";
+import { type AnyColumn, and, desc, type SQL, sql } from "drizzle-orm";
+import type { PgSelect } from "drizzle-orm/pg-core";
 import { badField } from "./errors.js";
 import { isStorableText } from "./safe-input.js";
 
@@ -208,4 +209,53 @@ export function keysetAfter(
 /** The order of every list: newest first, id as the tie-breaker. */
 export function keysetOrder(createTime: AnyColumn, id: AnyColumn): SQL[] {
   return [desc(createTime), desc(id)];
+}
+
+/**
+ * A list's two keyset reads prepared once (src/db/prepared.ts): `select` (a
+ * dynamic select with its FROM and joins, `.$dynamic()`) under `where`
+ * (placeholders allowed), newest first, as `<name>_first_page` and
+ * `<name>_next_page`. Run them with `preparedPage`.
+ */
+export function preparedPages<Q extends PgSelect>(
+  select: () => Q,
+  columns: { createTime: AnyColumn; id: AnyColumn },
+  where: SQL | undefined,
+  name: string,
+) {
+  const ph = sql.placeholder;
+  const { createTime, id } = columns;
+  const page = (condition: SQL | undefined, suffix: string) =>
+    select()
+      .where(condition)
+      .orderBy(...keysetOrder(createTime, id))
+      .limit(ph("limit") as unknown as number)
+      .prepare(`${name}_${suffix}`);
+  return {
+    firstPage: page(where, "first_page"),
+    // keysetAfter() with placeholders
+    nextPage: page(
+      and(where, sql`(${createTime}, ${id}) < (${ph("afterTime")}::timestamptz, ${ph("afterId")}::text)`),
+      "next_page",
+    ),
+  };
+}
+
+/** The page strictly after `after` (the first without it) of `pages` (preparedPages), with `params` for `where`. */
+export function preparedPage<R>(
+  pages: {
+    firstPage: { execute(values: Record<string, unknown>): Promise<R[]> };
+    nextPage: { execute(values: Record<string, unknown>): Promise<R[]> };
+  },
+  params: Record<string, unknown>,
+  after: PagePosition | undefined,
+  limit: number,
+): Promise<R[]> {
+  if (after === undefined) return pages.firstPage.execute({ ...params, limit });
+  return pages.nextPage.execute({
+    ...params,
+    limit,
+    afterTime: after.createTime.toISOString(),
+    afterId: after.id,
+  });
 }

@@ -1,6 +1,12 @@
 /** Storage of unsubscribers: the `unsubscribers` table, nothing else. */
 import { and, eq, sql } from "drizzle-orm";
-import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
+import {
+  keysetAfter,
+  keysetOrder,
+  type PagePosition,
+  preparedPage,
+  preparedPages,
+} from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
 import { preparedOn } from "../../db/prepared.js";
 import { type NewUnsubscriberRow, unsubscribers as t, type UnsubscriberRow } from "../../db/schema/index.js";
@@ -17,26 +23,12 @@ function prepareReads(db: DbOrTx) {
       .from(t)
       .where(and(eq(t.projectId, ph("projectId")), eq(t.id, ph("id"))))
       .prepare("unsubscribers_find"),
-    firstPage: db
-      .select()
-      .from(t)
-      .where(eq(t.projectId, ph("projectId")))
-      .orderBy(...keysetOrder(t.createTime, t.id))
-      .limit(ph("limit"))
-      .prepare("unsubscribers_first_page"),
-    nextPage: db
-      .select()
-      .from(t)
-      .where(
-        and(
-          eq(t.projectId, ph("projectId")),
-          // keysetAfter() with placeholders
-          sql`(${t.createTime}, ${t.id}) < (${ph("afterTime")}::timestamptz, ${ph("afterId")}::text)`,
-        ),
-      )
-      .orderBy(...keysetOrder(t.createTime, t.id))
-      .limit(ph("limit"))
-      .prepare("unsubscribers_next_page"),
+    ...preparedPages(
+      () => db.select().from(t).$dynamic(),
+      t,
+      eq(t.projectId, ph("projectId")),
+      "unsubscribers",
+    ),
   };
 }
 
@@ -101,15 +93,7 @@ export class UnsubscribersRepository {
     limit: number,
   ): Promise<UnsubscriberRow[]> {
     const reads = phone === undefined ? preparedOn(preparedReads, this.db, prepareReads) : undefined;
-    if (reads !== undefined) {
-      if (after === undefined) return reads.firstPage.execute({ projectId, limit });
-      return reads.nextPage.execute({
-        projectId,
-        limit,
-        afterTime: after.createTime.toISOString(),
-        afterId: after.id,
-      });
-    }
+    if (reads !== undefined) return preparedPage(reads, { projectId }, after, limit);
     return this.db
       .select()
       .from(t)

@@ -4,7 +4,13 @@
  * needs).
  */
 import { and, eq, getTableColumns, isNull, ne, type SQL, sql } from "drizzle-orm";
-import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
+import {
+  keysetAfter,
+  keysetOrder,
+  type PagePosition,
+  preparedPage,
+  preparedPages,
+} from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
 import { preparedOn } from "../../db/prepared.js";
 import {
@@ -63,22 +69,7 @@ function prepareReads(db: DbOrTx) {
     find: select()
       .where(and(eq(t.projectId, ph("projectId")), eq(t.id, ph("id"))))
       .prepare("phone_number_instances_find"),
-    firstPage: select()
-      .where(live)
-      .orderBy(...keysetOrder(t.createTime, t.id))
-      .limit(ph("limit"))
-      .prepare("phone_number_instances_first_page"),
-    nextPage: select()
-      .where(
-        and(
-          live,
-          // keysetAfter() with placeholders
-          sql`(${t.createTime}, ${t.id}) < (${ph("afterTime")}::timestamptz, ${ph("afterId")}::text)`,
-        ),
-      )
-      .orderBy(...keysetOrder(t.createTime, t.id))
-      .limit(ph("limit"))
-      .prepare("phone_number_instances_next_page"),
+    ...preparedPages(() => select().$dynamic(), t, live, "phone_number_instances"),
     holderOf: select()
       .innerJoin(numberHoldings, eq(numberHoldings.instanceId, t.id))
       .where(and(eq(numberHoldings.phoneNumber, ph("phoneNumber")), isNull(numberHoldings.releaseTime)))
@@ -138,15 +129,7 @@ export class PhoneNumberInstancesRepository {
       filter.prefix === "" && !filter.includeDeleted
         ? preparedOn(preparedReads, this.db, prepareReads)
         : undefined;
-    if (reads !== undefined) {
-      if (after === undefined) return reads.firstPage.execute({ projectId, limit });
-      return reads.nextPage.execute({
-        projectId,
-        limit,
-        afterTime: after.createTime.toISOString(),
-        afterId: after.id,
-      });
-    }
+    if (reads !== undefined) return preparedPage(reads, { projectId }, after, limit);
     return this.selectWithListing()
       .where(
         and(

@@ -1,7 +1,13 @@
 /** Storage of regulatory listings: the `regulatory_listings` table, nothing else. */
 import { and, eq, is, type SQL, sql } from "drizzle-orm";
 import { PgTransaction } from "drizzle-orm/pg-core";
-import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
+import {
+  keysetAfter,
+  keysetOrder,
+  type PagePosition,
+  preparedPage,
+  preparedPages,
+} from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
 import { directClientOf, directRows } from "../../db/direct.js";
 import {
@@ -55,26 +61,12 @@ function prepareReads(db: DbOrTx) {
       .from(t)
       .where(and(eq(t.projectId, ph("projectId")), eq(t.id, ph("id"))))
       .prepare("regulatory_listings_find"),
-    firstPage: db
-      .select()
-      .from(t)
-      .where(eq(t.projectId, ph("projectId")))
-      .orderBy(...keysetOrder(t.createTime, t.id))
-      .limit(ph("limit"))
-      .prepare("regulatory_listings_first_page"),
-    nextPage: db
-      .select()
-      .from(t)
-      .where(
-        and(
-          eq(t.projectId, ph("projectId")),
-          // keysetAfter() with placeholders
-          sql`(${t.createTime}, ${t.id}) < (${ph("afterTime")}::timestamptz, ${ph("afterId")}::text)`,
-        ),
-      )
-      .orderBy(...keysetOrder(t.createTime, t.id))
-      .limit(ph("limit"))
-      .prepare("regulatory_listings_next_page"),
+    ...preparedPages(
+      () => db.select().from(t).$dynamic(),
+      t,
+      eq(t.projectId, ph("projectId")),
+      "regulatory_listings",
+    ),
   };
 }
 
@@ -198,13 +190,7 @@ export class RegulatoryListingsRepository {
             ]);
       return rows.map(listingRow);
     }
-    if (after === undefined) return this.reads.firstPage.execute({ projectId, limit });
-    return this.reads.nextPage.execute({
-      projectId,
-      limit,
-      afterTime: after.createTime.toISOString(),
-      afterId: after.id,
-    });
+    return preparedPage(this.reads, { projectId }, after, limit);
   }
 
   /** The project's valid listings in a region (verified only, if asked), in keyset order. */

@@ -5,7 +5,13 @@
  * are created together).
  */
 import { and, eq, isNull, ne, type SQL, sql } from "drizzle-orm";
-import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
+import {
+  keysetAfter,
+  keysetOrder,
+  type PagePosition,
+  preparedPage,
+  preparedPages,
+} from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
 import { preparedOn } from "../../db/prepared.js";
 import {
@@ -36,26 +42,7 @@ function prepareReads(db: DbOrTx) {
       .from(t)
       .where(and(eq(t.projectId, ph("projectId")), eq(t.id, ph("id"))))
       .prepare("sip_domains_find"),
-    firstPage: db
-      .select()
-      .from(t)
-      .where(live)
-      .orderBy(...keysetOrder(t.createTime, t.id))
-      .limit(ph("limit"))
-      .prepare("sip_domains_first_page"),
-    nextPage: db
-      .select()
-      .from(t)
-      .where(
-        and(
-          live,
-          // keysetAfter() with placeholders
-          sql`(${t.createTime}, ${t.id}) < (${ph("afterTime")}::timestamptz, ${ph("afterId")}::text)`,
-        ),
-      )
-      .orderBy(...keysetOrder(t.createTime, t.id))
-      .limit(ph("limit"))
-      .prepare("sip_domains_next_page"),
+    ...preparedPages(() => db.select().from(t).$dynamic(), t, live, "sip_domains"),
   };
 }
 
@@ -103,15 +90,7 @@ export class SipDomainsRepository {
     limit: number,
   ): Promise<SipDomainRow[]> {
     const reads = showDeleted ? undefined : preparedOn(preparedReads, this.db, prepareReads);
-    if (reads !== undefined) {
-      if (after === undefined) return reads.firstPage.execute({ projectId, limit });
-      return reads.nextPage.execute({
-        projectId,
-        limit,
-        afterTime: after.createTime.toISOString(),
-        afterId: after.id,
-      });
-    }
+    if (reads !== undefined) return preparedPage(reads, { projectId }, after, limit);
     const where: SQL = and(eq(t.projectId, projectId), showDeleted ? undefined : isNull(t.deleteTime))!;
     return this.db
       .select()
