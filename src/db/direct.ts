@@ -46,3 +46,19 @@ export function directRows(client: Sql, text: string, params: readonly unknown[]
       client.unsafe(text, params as never[], { prepare: true }).values() as unknown as Promise<unknown[][]>,
   );
 }
+
+/**
+ * A fixed text's rows (arrays in column order) on a database handle that is
+ * not a transaction: on postgres.js directly (directRows), on a PGlite
+ * instance (tests) through its own client.
+ */
+export async function fixedRows(db: DbOrTx, text: string, params: readonly unknown[]): Promise<unknown[][]> {
+  const client = directClientOf(db);
+  if (client !== undefined) return directRows(client, text, params);
+  const pglite = (
+    db as unknown as {
+      $client: { query(t: string, p: unknown[], o: { rowMode: "array" }): Promise<{ rows: unknown[][] }> };
+    }
+  ).$client;
+  return (await pglite.query(text, [...params], { rowMode: "array" })).rows;
+}

@@ -16,7 +16,7 @@ import {
 import { alias } from "drizzle-orm/pg-core";
 import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.js";
 import type { Db } from "../db/client.js";
-import { directClientOf, directRows } from "../db/direct.js";
+import { directClientOf, directRows, fixedRows } from "../db/direct.js";
 import {
   webhookAttempts as attempts,
   type NewWebhookAttemptRow,
@@ -148,16 +148,6 @@ function keysLeft(kept: readonly KeptRow[]): string | undefined {
     .filter((r) => r.state !== "PENDING" && r.ordering_key !== null)
     .map((r) => ({ p: r.project_id, k: r.ordering_key }));
   return keys.length === 0 ? undefined : JSON.stringify(keys);
-}
-
-/** `text` on a PGlite instance's own client (tests' databases), its rows as arrays (like directRows). */
-async function pgliteRows(db: Db, text: string, params: readonly unknown[]): Promise<unknown[][]> {
-  const client = (
-    db as unknown as {
-      $client: { query(t: string, p: unknown[], o: { rowMode: "array" }): Promise<{ rows: unknown[][] }> };
-    }
-  ).$client;
-  return (await client.query(text, [...params], { rowMode: "array" })).rows;
 }
 
 function dateOf(value: unknown): Date | null {
@@ -333,11 +323,7 @@ export class WebhookEventsRepository {
       handOver === undefined ? "-infinity" : handOver.now.toISOString(),
       (handOver?.leaseExpireTime ?? new Date(0)).toISOString(),
     ];
-    const client = directClientOf(this.db);
-    const next =
-      client !== undefined
-        ? await timedStatement(READY_NEXT, () => directRows(client, READY_NEXT, params))
-        : await pgliteRows(this.db, READY_NEXT, params);
+    const next = await fixedRows(this.db, READY_NEXT, params);
     return { kept: new Set(kept.map((r) => r.id)), next: next.map(claimedOf) };
   }
 

@@ -13,7 +13,7 @@
  */
 import { getTableColumns } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
-import { directClientOf } from "../../db/direct.js";
+import { fixedRows } from "../../db/direct.js";
 import { type CallRow, calls } from "../../db/schema/index.js";
 import { readyWhenEnqueued, type WebhookToEnqueue } from "../../events/outbox.js";
 import type { Patch } from "./active-call.js";
@@ -72,19 +72,6 @@ function param(value: unknown): Param {
   throw new Error(`not a scalar column value: ${typeof value}`);
 }
 
-/** Runs `text` on the client under `db` (postgres.js prepared, or PGlite); the rows. */
-async function run(db: Db, text: string, params: Param[]): Promise<unknown[]> {
-  const client = directClientOf(db);
-  if (client !== undefined) {
-    const rows = await client.unsafe(text, params, { prepare: true });
-    return [...rows];
-  }
-  const pglite = (
-    db as unknown as { $client: { query(t: string, p: Param[]): Promise<{ rows: unknown[] }> } }
-  ).$client;
-  return (await pglite.query(text, params)).rows;
-}
-
 /**
  * Writes `patch` to `row`'s call while it is not terminal and, given a
  * state update (`event`, one URI), enqueues it when the row was written.
@@ -101,7 +88,7 @@ export async function writeTransition(
   const params: Param[] = keys.map((k) => param(patch[k as keyof Patch]));
   params.push(row.id);
   if (event === undefined) {
-    await run(db, textOf(keys, false), params);
+    await fixedRows(db, textOf(keys, false), params);
     return false;
   }
   params.push(
@@ -113,14 +100,12 @@ export async function writeTransition(
     event.body,
     event.now.toISOString(),
   );
-  const rows = await run(db, textOf(keys, true), params);
+  const rows = await fixedRows(db, textOf(keys, true), params);
   return rows.length > 0;
 }
 
 /** The project's current signing key (read each time: a rotation applies at once); undefined when no such project. */
 export async function signingKeyOf(db: Db, projectId: string): Promise<string | undefined> {
-  const rows = (await run(db, "select signing_key from projects where id = $1", [projectId])) as {
-    signing_key: string;
-  }[];
-  return rows[0]?.signing_key;
+  const rows = await fixedRows(db, "select signing_key from projects where id = $1", [projectId]);
+  return rows[0]?.[0] as string | undefined;
 }
