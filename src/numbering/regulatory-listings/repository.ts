@@ -1,6 +1,5 @@
 /** Storage of regulatory listings: the `regulatory_listings` table, nothing else. */
-import { and, eq, is, type SQL, sql } from "drizzle-orm";
-import { PgTransaction } from "drizzle-orm/pg-core";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import {
   keysetAfter,
   keysetOrder,
@@ -10,6 +9,7 @@ import {
 } from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
 import { directClientOf, directRows } from "../../db/direct.js";
+import { preparedOn } from "../../db/prepared.js";
 import {
   type NewRegulatoryListingRow,
   type RegulatoryListingRow,
@@ -70,7 +70,7 @@ function prepareReads(db: DbOrTx) {
   };
 }
 
-const preparedReads = new WeakMap<DbOrTx, ReturnType<typeof prepareReads>>();
+const preparedReads = new WeakMap<object, ReturnType<typeof prepareReads>>();
 
 /**
  * The same statements on the driver directly (src/db/direct.ts), with the
@@ -120,15 +120,6 @@ function listingRow(v: unknown[]): RegulatoryListingRow {
 export class RegulatoryListingsRepository {
   constructor(private readonly db: DbOrTx) {}
 
-  private get reads(): ReturnType<typeof prepareReads> {
-    let reads = preparedReads.get(this.db);
-    if (reads === undefined) {
-      reads = prepareReads(this.db);
-      preparedReads.set(this.db, reads);
-    }
-    return reads;
-  }
-
   async insert(row: NewRegulatoryListingRow): Promise<RegulatoryListingRow> {
     const client = directClientOf(this.db);
     if (client !== undefined && INSERT_COLUMNS.every((c) => row[c] !== undefined)) {
@@ -152,9 +143,11 @@ export class RegulatoryListingsRepository {
       ]);
       return listingRow(inserted!);
     }
-    // Prepared on the database handle, not on a short-lived transaction's.
-    if (!is(this.db, PgTransaction) && INSERT_COLUMNS.every((c) => row[c] !== undefined)) {
-      const [inserted] = await this.reads.insert.execute(row as FullListingRow);
+    const reads = INSERT_COLUMNS.every((c) => row[c] !== undefined)
+      ? preparedOn(preparedReads, this.db, prepareReads)
+      : undefined;
+    if (reads !== undefined) {
+      const [inserted] = await reads.insert.execute(row as FullListingRow);
       return inserted!;
     }
     const [inserted] = await this.db.insert(t).values(row).returning();
@@ -167,7 +160,15 @@ export class RegulatoryListingsRepository {
       const [row] = await directRows(client, DIRECT.find, [projectId, id]);
       return row === undefined ? undefined : listingRow(row);
     }
-    const [row] = await this.reads.find.execute({ projectId, id });
+    const reads = preparedOn(preparedReads, this.db, prepareReads);
+    if (reads !== undefined) {
+      const [row] = await reads.find.execute({ projectId, id });
+      return row;
+    }
+    const [row] = await this.db
+      .select()
+      .from(t)
+      .where(and(eq(t.projectId, projectId), eq(t.id, id)));
     return row;
   }
 
@@ -190,7 +191,14 @@ export class RegulatoryListingsRepository {
             ]);
       return rows.map(listingRow);
     }
-    return preparedPage(this.reads, { projectId }, after, limit);
+    const reads = preparedOn(preparedReads, this.db, prepareReads);
+    if (reads !== undefined) return preparedPage(reads, { projectId }, after, limit);
+    return this.db
+      .select()
+      .from(t)
+      .where(and(eq(t.projectId, projectId), keysetAfter(t.createTime, t.id, after)))
+      .orderBy(...keysetOrder(t.createTime, t.id))
+      .limit(limit);
   }
 
   /** The project's valid listings in a region (verified only, if asked), in keyset order. */
