@@ -7,11 +7,10 @@
  * Undefined when `db` is not a PostgreSQL server's pool (PGlite: one
  * process owns the database, nobody else could notify).
  */
-import { is } from "drizzle-orm";
-import { PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import type { Logger } from "../log.js";
 import type { Db } from "./client.js";
+import { directClientOf } from "./direct.js";
 
 export interface ChannelListener {
   /** Whether notifications reach this replica now. */
@@ -37,8 +36,8 @@ export function listenOnChannel(
   log: Logger,
   what: string,
 ): ChannelListener | undefined {
-  if (!is(db, PostgresJsDatabase)) return undefined;
-  const pool = (db as unknown as { $client: postgres.Sql }).$client;
+  const pool = directClientOf(db);
+  if (pool === undefined) return undefined;
   let listening = false;
   let closing = false;
   let retry: NodeJS.Timeout | undefined;

@@ -16,10 +16,8 @@
  * notifications sent while the connection is down are lost), and on every
  * (re)connection it looks for due events at once.
  */
-import { is } from "drizzle-orm";
-import { PostgresJsDatabase } from "drizzle-orm/postgres-js";
-import type postgres from "postgres";
 import type { Db } from "../db/client.js";
+import { directClientOf } from "../db/direct.js";
 import { type ChannelListener, listenOnChannel } from "../db/listen.js";
 import type { Logger } from "../log.js";
 import { WEBHOOKS_CHANNEL } from "./outbox.js";
@@ -55,8 +53,8 @@ export function listenForWebhooks(db: Db, wake: () => void, log: Logger): Webhoo
  * poll anyway.
  */
 export function webhookNotifier(db: Db, log: Logger): (() => void) | undefined {
-  if (!is(db, PostgresJsDatabase)) return undefined;
-  const pool = (db as unknown as { $client: postgres.Sql }).$client;
+  const pool = directClientOf(db);
+  if (pool === undefined) return undefined;
   let sending = false;
   let again = false;
   const send = () => {
