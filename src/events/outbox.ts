@@ -38,28 +38,6 @@ export interface WebhookToEnqueue {
   now: Date;
 }
 
-/**
- * The `ready` of an event being enqueued (schema/events.ts), as SQL over the
- * texts of its project and ordering key: true unless an earlier event of
- * the key is pending. The one found is locked FOR SHARE until this
- * transaction commits, so its worker cannot record it finished meanwhile:
- * that waits for this event to commit and then, in the statement after
- * (repository.ts, finishRounds), finds it and makes it ready. And when the
- * worker's change came first, the lock waits for it and finds the earlier
- * event no longer pending. Either way an event is never left waiting behind
- * nothing.
- */
-export function readyWhenEnqueued(projectId: string, orderingKey: string): string {
-  return `not exists (select 1 from webhook_events earlier where earlier.project_id = ${projectId}
-    and earlier.ordering_key = ${orderingKey} and earlier.state = 'PENDING' for share of earlier)`;
-}
-
-function readySql(projectId: string, orderingKey: string | undefined): SQL {
-  if (orderingKey === undefined) return sql`true`;
-  return sql`not exists (select 1 from ${webhookEvents} earlier where earlier.project_id = ${projectId}::text
-    and earlier.ordering_key = ${orderingKey}::text and earlier.state = 'PENDING' for share of earlier)`;
-}
-
 /** The channel a committed enqueue is announced on (NOTIFY; see listener.ts). */
 export const WEBHOOKS_CHANNEL = "switchboard_webhooks";
 
@@ -85,7 +63,6 @@ export async function enqueueWebhook(tx: DbOrTx, event: WebhookToEnqueue): Promi
     createTime: event.now,
     // A call's state updates are ordered by its name: the inspector filters on it.
     callId: CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null,
-    ready: readySql(event.projectId, event.orderingKey),
   });
   await insert;
   return id;
@@ -106,11 +83,10 @@ export function changeWithWebhook(change: SQL, event: WebhookToEnqueue): SQL {
   );
   const now = event.now.toISOString();
   return sql`with changed as (${change}), e as (insert into ${webhookEvents}
-      (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id,
-        ready)
+      (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id)
       select ${newResourceId()}::text, ${event.projectId}::text, ${event.eventType}::text, ${event.orderingKey ?? null}::text,
         array[${uris}], ${event.body}::text, 'PENDING', 0, ${now}::timestamptz, ${now}::timestamptz,
-        ${CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null}::text, ${readySql(event.projectId, event.orderingKey)}
+        ${CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null}::text
       from (select 1 from changed limit 1) as c
       returning id)
     select id from e`;

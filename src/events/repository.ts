@@ -27,27 +27,34 @@ import {
   type WebhookEventRow,
 } from "../db/schema/index.js";
 import { timedStatement } from "../observability/metrics.js";
-import { rowsOf } from "./outbox.js";
 
 function ms(column: string): string {
   return `(extract(epoch from ${column}) * 1000)::float8`;
 }
 
 /** What a claim returns (claimedOf): the event `c` and its project's signing key (`p`). */
-const CLAIMED_COLUMNS = `select c.id, c.seq::float8, c.project_id, c.event_type, c.ordering_key,
-    array_to_json(c.uris)::text, c.body, c.state, c.attempt_count, ${ms("c.next_attempt_time")}, c.lease_owner,
-    ${ms("c.lease_expire_time")}, ${ms("c.create_time")}, ${ms("c.complete_time")}, c.call_id, p.signing_key`;
-
-/** READY_NEXT: whether the event `w` is due at $3 and free to lease (its values before the update). */
-const HANDED = `(w.next_attempt_time <= $3::timestamptz
-  and (w.lease_expire_time is null or w.lease_expire_time <= $3::timestamptz))`;
+const CLAIMED_COLUMNS = `select c.id, c.seq::float8 as seq, c.project_id, c.event_type, c.ordering_key,
+    array_to_json(c.uris)::text as uris, c.body, c.state, c.attempt_count,
+    ${ms("c.next_attempt_time")} as next_attempt_ms, c.lease_owner, ${ms("c.lease_expire_time")} as lease_expire_ms,
+    ${ms("c.create_time")} as create_ms, ${ms("c.complete_time")} as complete_ms, c.call_id, p.signing_key`;
 
 /**
- * `finishRounds` as one fixed text, for the postgres.js client directly
- * (db/direct.ts): the rounds and the attempts are each one JSON parameter
- * (json_to_recordset), so the text is the same whatever their number and
- * each connection prepares it once. Timestamps are ISO strings in the JSON;
- * the attempts' keys are the row type's (camelCase).
+ * `finish` as one fixed text (db/direct.ts): the rounds and the attempts
+ * are each one JSON parameter (json_to_recordset), so the text is the same
+ * whatever their number and each connection prepares it once. Timestamps
+ * are ISO strings in the JSON; the attempts' keys are the row type's
+ * (camelCase). $1 the worker, $2 the rounds, $3 the attempts.
+ *
+ * With $4 (now) set, the same statement hands over: the next pending event
+ * of each key whose event left PENDING — nothing of its key is before it —
+ * when due and free, is leased to the worker ($1, until $5) and returned as
+ * CLAIM returns it, for the worker to deliver without another claim. An
+ * event not yet committed is not seen: a claim finds it later. A claim that
+ * took it first holds its lease: the update waits for that claim, then
+ * finds it leased.
+ *
+ * Its rows: the recorded events' ids (JSON, the first column, on every
+ * row), each with one handed-over event or, when there is none, nulls.
  */
 const FINISH_ROUNDS = `with v as (
     select * from json_to_recordset($2::text::json)
@@ -60,43 +67,20 @@ const FINISH_ROUNDS = `with v as (
   kept as (update webhook_events e set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
       complete_time = v.complete, lease_owner = null, lease_expire_time = null
     from v where e.id = v.id and e.lease_owner = $1 and e.state = 'PENDING'
-    returning e.id, e.project_id, e.ordering_key, e.state)
-  select id, project_id, ordering_key, state from kept`;
-
-/**
- * After events of ordering keys left PENDING (finishRounds), the next
- * pending event of each key becomes ready ($1: JSON [{p, k}]) and, when it
- * is due at $3 and not leased, is handed straight to the worker that
- * finished its predecessor ($2, lease until $4), which delivers it without
- * another claim; those are returned, as CLAIM returns. A statement of its
- * own, after the one that finished them: its snapshot includes an event
- * whose enqueue held the finished one FOR SHARE (outbox.ts).
- */
-const READY_NEXT = `with h as (select distinct on (e.project_id, e.ordering_key) e.id, e.ready
-    from json_to_recordset($1::text::json) as k(p text, k text)
-    join webhook_events e on e.project_id = k.p and e.ordering_key = k.k and e.state = 'PENDING'
-    order by e.project_id, e.ordering_key, e.seq),
-  r as (update webhook_events w set ready = true,
-      lease_owner = case when ${HANDED} then $2 else w.lease_owner end,
-      lease_expire_time = case when ${HANDED} then $4::timestamptz else w.lease_expire_time end
-    from h where w.id = h.id and not h.ready
-    returning w.*)
-  ${CLAIMED_COLUMNS}
-  from r c join projects p on p.id = c.project_id
-  where c.lease_owner = $2 and c.lease_expire_time = $4::timestamptz
-  order by c.seq`;
-
-/**
- * The repair READY_NEXT should make unnecessary: the first pending event of
- * every key made ready. A process that stopped between finishing an event
- * and READY_NEXT leaves its key's next event waiting; the workers run this
- * now and then (worker.ts). It reads every pending event with a key.
- */
-const READY_STRANDED = `update webhook_events w set ready = true
-  from (select distinct on (project_id, ordering_key) id, ready from webhook_events
-    where state = 'PENDING' and ordering_key is not null
-    order by project_id, ordering_key, seq) h
-  where w.id = h.id and not h.ready`;
+    returning e.id, e.project_id, e.ordering_key, e.state, e.seq),
+  h as (select distinct on (n.project_id, n.ordering_key) n.id
+    from kept k join webhook_events n on n.project_id = k.project_id and n.ordering_key = k.ordering_key
+      and n.state = 'PENDING' and n.seq > k.seq
+    where k.state <> 'PENDING' and $4::timestamptz is not null
+    order by n.project_id, n.ordering_key, n.seq),
+  r as (update webhook_events w set lease_owner = $1, lease_expire_time = $5::timestamptz
+    from h where w.id = h.id and w.next_attempt_time <= $4::timestamptz
+      and (w.lease_expire_time is null or w.lease_expire_time <= $4::timestamptz)
+    returning w.*),
+  handed as (${CLAIMED_COLUMNS} from r c join projects p on p.id = c.project_id)
+  select (select coalesce(json_agg(id), '[]'::json) from kept)::text as kept, handed.*
+  from (select 1) as one left join handed on true
+  order by handed.seq`;
 
 /** `insertFinished` as one fixed text (see FINISH_ROUNDS): the exchange's event and its attempts (JSON). */
 const INSERT_FINISHED = `with e as (insert into webhook_events
@@ -120,7 +104,7 @@ const INSERT_FINISHED = `with e as (insert into webhook_events
  */
 const CLAIM = `with due as (
     select id from webhook_events t
-    where state = 'PENDING' and ready and next_attempt_time <= $2::timestamptz
+    where state = 'PENDING' and next_attempt_time <= $2::timestamptz
       and (lease_expire_time is null or lease_expire_time <= $2::timestamptz)
       and (ordering_key is null or not exists (
         select 1 from webhook_events earlier
@@ -134,21 +118,6 @@ const CLAIM = `with due as (
   ${CLAIMED_COLUMNS}
   from claimed c join projects p on p.id = c.project_id
   order by c.seq`;
-
-interface KeptRow {
-  id: string;
-  project_id: string;
-  ordering_key: string | null;
-  state: string;
-}
-
-/** The keys (JSON for READY_NEXT) of the events in `kept` that left PENDING; undefined when none. */
-function keysLeft(kept: readonly KeptRow[]): string | undefined {
-  const keys = kept
-    .filter((r) => r.state !== "PENDING" && r.ordering_key !== null)
-    .map((r) => ({ p: r.project_id, k: r.ordering_key }));
-  return keys.length === 0 ? undefined : JSON.stringify(keys);
-}
 
 function dateOf(value: unknown): Date | null {
   return value === null ? null : new Date(value as number);
@@ -172,7 +141,6 @@ function claimedOf(v: unknown[]): ClaimedEvent {
       createTime: new Date(v[12] as number),
       completeTime: dateOf(v[13]),
       callId: v[14] as string | null,
-      ready: true,
     },
     signingKey: v[15] as string,
   };
@@ -235,7 +203,6 @@ export class WebhookEventsRepository {
       .where(
         and(
           eq(t.state, "PENDING"),
-          eq(t.ready, true),
           lte(t.nextAttemptTime, now),
           or(isNull(t.leaseExpireTime), lte(t.leaseExpireTime, now)),
           or(
@@ -303,10 +270,10 @@ export class WebhookEventsRepository {
   }
 
   /**
-   * finishRounds, and then the next event of each key that left PENDING
-   * made ready; given `handOver`, those due at its `now` are leased to
-   * `owner` until its `leaseExpireTime` and returned (`next`), for the
-   * worker to deliver at once.
+   * finishRounds and, given `handOver`, in the same statement, the next
+   * event of each key that left PENDING, when due at its `now` and free,
+   * leased to `owner` until its `leaseExpireTime` and returned (`next`) for
+   * the worker to deliver at once (see FINISH_ROUNDS).
    */
   async finish(
     owner: string,
@@ -314,71 +281,23 @@ export class WebhookEventsRepository {
     handOver?: { now: Date; leaseExpireTime: Date },
   ): Promise<{ kept: Set<string>; next: ClaimedEvent[] }> {
     if (rounds.length === 0) return { kept: new Set(), next: [] };
-    const kept = await this.finishOnly(owner, rounds);
-    const keys = keysLeft(kept);
-    if (keys === undefined) return { kept: new Set(kept.map((r) => r.id)), next: [] };
-    const params = [
-      keys,
+    const v = rounds.map(({ eventId, round, outcome }) => ({
+      id: eventId,
+      state: outcome.state,
+      round,
+      next: outcome.state === "PENDING" ? outcome.nextAttemptTime : null,
+      complete: outcome.state === "PENDING" ? null : outcome.completeTime,
+    }));
+    const rows = await fixedRows(this.db, FINISH_ROUNDS, [
       owner,
-      handOver === undefined ? "-infinity" : handOver.now.toISOString(),
-      (handOver?.leaseExpireTime ?? new Date(0)).toISOString(),
-    ];
-    const next = await fixedRows(this.db, READY_NEXT, params);
-    return { kept: new Set(kept.map((r) => r.id)), next: next.map(claimedOf) };
-  }
-
-  /** Records the rounds (FINISH_ROUNDS); the events whose state was recorded. */
-  private async finishOnly(owner: string, rounds: readonly FinishedRound[]): Promise<KeptRow[]> {
-    const made = rounds.flatMap((r) => r.attempts);
-    const client = directClientOf(this.db);
-    if (client !== undefined) {
-      const v = rounds.map(({ eventId, round, outcome }) => ({
-        id: eventId,
-        state: outcome.state,
-        round,
-        next: outcome.state === "PENDING" ? outcome.nextAttemptTime : null,
-        complete: outcome.state === "PENDING" ? null : outcome.completeTime,
-      }));
-      const params = [owner, JSON.stringify(v), JSON.stringify(made)];
-      const rows = await timedStatement(FINISH_ROUNDS, () =>
-        client.unsafe(FINISH_ROUNDS, params, { prepare: true }),
-      );
-      return [...rows] as unknown as KeptRow[];
-    }
-    const values = sql.join(
-      rounds.map(({ eventId, round, outcome }) => {
-        const pending = outcome.state === "PENDING";
-        return sql`(${eventId}::text, ${outcome.state}::text, ${round}::integer, ${
-          pending ? outcome.nextAttemptTime.toISOString() : null
-        }::timestamptz, ${pending ? null : outcome.completeTime.toISOString()}::timestamptz)`;
-      }),
-      sql`, `,
-    );
-    const update = sql`update ${t} set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
-      complete_time = v.complete, lease_owner = null, lease_expire_time = null
-      from (values ${values}) as v(id, state, round, next, complete)
-      where ${t}.id = v.id and ${t}.lease_owner = ${owner} and ${t}.state = 'PENDING'
-      returning ${t}.id, ${t}.project_id, ${t}.ordering_key, ${t}.state`;
-    const statement =
-      made.length === 0
-        ? update
-        : sql`with made as (${this.db.insert(attempts).values(made).getSQL()}), kept as (${update}) select * from kept`;
-    return rowsOf<KeptRow>(await this.db.execute(statement));
-  }
-
-  /**
-   * Makes ready the first pending event of every key that is not (see
-   * READY_STRANDED); resolves with how many there were — zero unless a
-   * process stopped between finishing an event and readying the next.
-   */
-  async readyStranded(): Promise<number> {
-    const client = directClientOf(this.db);
-    if (client !== undefined) return (await client.unsafe(READY_STRANDED)).count;
-    const result = (await this.db.execute(sql.raw(READY_STRANDED))) as unknown as {
-      affectedRows?: number;
-      count?: number;
-    };
-    return result.affectedRows ?? result.count ?? 0;
+      JSON.stringify(v),
+      JSON.stringify(rounds.flatMap((r) => r.attempts)),
+      handOver?.now.toISOString() ?? null,
+      handOver?.leaseExpireTime.toISOString() ?? null,
+    ]);
+    const kept = new Set(JSON.parse(rows[0]![0] as string) as string[]);
+    const next = rows.filter((r) => r[1] !== null).map((r) => claimedOf(r.slice(1)));
+    return { kept, next };
   }
 
   async get(id: string): Promise<DeliveryWithAttempts | undefined> {
@@ -413,8 +332,6 @@ export class WebhookEventsRepository {
       .update(t)
       .set({
         state: "PENDING",
-        // The claim keeps the order of its key (an event of it may be in flight).
-        ready: true,
         nextAttemptTime: now,
         completeTime: null,
         leaseOwner: null,

@@ -9,9 +9,9 @@
  *   round is recorded — DELIVERED on a 2xx, otherwise the next round at the
  *   retry delay, or FAILED after the last retry. Rounds that finish while a
  *   recording is being written are recorded together, in one statement.
- *   The next event of a key whose event is done with is then made ready
- *   and, in the loop, handed to this worker with a lease in that same
- *   statement: a call's state updates follow each other without a claim.
+ *   In the loop, the next event of each key whose event is done with is
+ *   then handed to this worker with a lease (a statement after the
+ *   recording): a call's state updates follow each other without a claim.
  * - `runOnce()` claims one batch, delivers it and records it (tests, tools).
  * - `start()` runs a loop that keeps claiming while there is room (at most
  *   25 batches in flight; after a full batch, as many claims at once as
@@ -48,13 +48,6 @@ export interface WebhookWorkerOptions {
 
 /** Batches a worker may have in flight at once (claimed, not yet recorded). */
 const BATCHES_IN_FLIGHT = 25;
-
-/**
- * How often the loop repairs events left waiting behind nothing (repository
- * readyStranded: a process stopped between recording an event and readying
- * the next of its key); also when it starts.
- */
-const READY_SWEEP_MS = 60_000;
 
 /** How long a kicked worker lets further kicks gather before it claims (ms). */
 const KICK_COALESCE_MS = 5;
@@ -183,12 +176,7 @@ export class WebhookWorker {
     const { config, log } = this.options;
     const room = () => BATCHES_IN_FLIGHT * config.batchSize - this.inFlight;
     let full = false;
-    let swept = Number.NEGATIVE_INFINITY;
     while (this.running) {
-      if (performance.now() - swept >= READY_SWEEP_MS) {
-        swept = performance.now();
-        await this.sweep();
-      }
       this.kicked = false;
       this.wake = undefined;
       // After a full batch there is likely more: as many claims at once as
@@ -226,18 +214,6 @@ export class WebhookWorker {
         this.wake = done;
       });
       this.wake = undefined;
-    }
-  }
-
-  /** Readies events left waiting behind nothing (see READY_SWEEP_MS); never throws. */
-  private async sweep(): Promise<void> {
-    const { log } = this.options;
-    try {
-      const readied = await this.repo.readyStranded();
-      if (readied > 0)
-        log.warn({ events: readied }, "webhook events were waiting behind nothing; made ready");
-    } catch (err) {
-      if (this.running) log.error({ err }, "webhook ready sweep failed");
     }
   }
 

@@ -362,31 +362,6 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     expect((await stored(next)).event.state).toBe("DELIVERED");
   });
 
-  it("keeps an event behind a pending one of its key out of the scan until that one is recorded", async () => {
-    const clock = new TestClock(T0);
-    const project = await newProject(database.db);
-    const uris = [`${receiver.base}/ready`];
-    const key = `${project}/calls/r1`;
-    const first = await enqueue(project, { uris, orderingKey: key }, clock);
-    const second = await enqueue(project, { uris, orderingKey: key }, clock);
-    const third = await enqueue(project, { uris, orderingKey: key }, clock);
-    const unordered = await enqueue(project, { uris }, clock);
-    const readiness = async () =>
-      Promise.all([first, second, third, unordered].map(async (id) => (await stored(id)).event.ready));
-    expect(await readiness()).toEqual([true, false, false, true]);
-    const w = worker(clock);
-    expect(await w.runOnce()).toBe(2);
-    expect(await readiness(), "the key's next event, and only it, became ready").toEqual([
-      true,
-      true,
-      false,
-      true,
-    ]);
-    expect(await w.runOnce()).toBe(1);
-    expect(await w.runOnce()).toBe(1);
-    expect((await stored(third)).event.state).toBe("DELIVERED");
-  });
-
   it("hands the next event of a key to the worker that recorded its predecessor, leased", async () => {
     const clock = new TestClock(T0);
     const project = await newProject(database.db);
@@ -414,14 +389,14 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     expect(next[0]!.event.leaseExpireTime).toEqual(lease);
     expect(next[0]!.signingKey).toBe((await keyOf(database.db, project)).toString("base64"));
     const stored2 = (await stored(second)).event;
-    expect([stored2.ready, stored2.leaseOwner]).toEqual([true, "w1"]);
+    expect(stored2.leaseOwner).toBe("w1");
     expect(await repo.claim("w2", clock.now(), lease, 10), "leased: no one else claims it").toEqual([]);
 
-    // Without a hand-over (or not yet due) the next one is only made ready.
+    // Without a hand-over the next one waits for a claim.
     const plain = await repo.finish("w1", [done(second)]);
     expect(plain.next).toEqual([]);
     const stored3 = (await stored(third)).event;
-    expect([stored3.ready, stored3.leaseOwner]).toEqual([true, null]);
+    expect(stored3.leaseOwner).toBeNull();
     expect((await repo.claim("w2", clock.now(), lease, 10)).map((c) => c.event.id)).toEqual([third]);
   });
 
@@ -449,121 +424,6 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
       expect(seen.map((b) => b.n)).toEqual([0, 1, 2, 3, 4, 5]);
     }
   });
-
-  it("a sweep readies an event left waiting behind nothing (its predecessor's process stopped)", async () => {
-    const clock = new TestClock(T0);
-    const project = await newProject(database.db);
-    const key = `${project}/calls/r2`;
-    const uris = [`${receiver.base}/stranded`];
-    const first = await enqueue(project, { uris, orderingKey: key }, clock);
-    const next = await enqueue(project, { uris, orderingKey: key }, clock);
-    // The first was recorded DELIVERED and the process stopped before readying the next.
-    await database.db
-      .update(webhookEvents)
-      .set({ state: "DELIVERED", nextAttemptTime: null, completeTime: clock.now() })
-      .where(eq(webhookEvents.id, first));
-    const w = worker(clock);
-    expect(await w.runOnce(), "not ready: out of the scan").toBe(0);
-    const repo = new WebhookEventsRepository(database.db);
-    expect(await repo.readyStranded()).toBe(1);
-    expect(await repo.readyStranded()).toBe(0);
-    expect(await w.runOnce()).toBe(1);
-    expect((await stored(next)).event.state).toBe("DELIVERED");
-
-    // The loop sweeps when it starts.
-    const again = await enqueue(project, { uris, orderingKey: `${key}x` }, clock);
-    const after = await enqueue(project, { uris, orderingKey: `${key}x` }, clock);
-    await database.db
-      .update(webhookEvents)
-      .set({ state: "FAILED", nextAttemptTime: null, completeTime: clock.now() })
-      .where(eq(webhookEvents.id, again));
-    const loop = worker(clock);
-    loop.start();
-    try {
-      const t0 = Date.now();
-      while ((await stored(after)).event.state !== "DELIVERED" && Date.now() - t0 < 10_000) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    } finally {
-      await loop.stop();
-    }
-    expect((await stored(after)).event.state).toBe("DELIVERED");
-  });
-
-  if (backend.name === "postgres") {
-    it("an enqueue racing the recording of its key's pending event leaves the new event ready", async () => {
-      const clock = new TestClock(T0);
-      const project = await newProject(database.db);
-      const key = `${project}/calls/r3`;
-      const uris = [`${receiver.base}/race`];
-      const repo = new WebhookEventsRepository(database.db);
-      const finish = (id: string) =>
-        repo.finishRounds("w", [
-          { eventId: id, round: 1, attempts: [], outcome: { state: "DELIVERED", completeTime: clock.now() } },
-        ]);
-      const claimed = async () => {
-        const got = await repo.claim("w", clock.now(), new Date(clock.now().getTime() + 60_000), 10);
-        return got.map((c) => c.event.id);
-      };
-
-      // The enqueue first: it sees the pending event, locks it and stays open;
-      // the recording waits for it, then readies it.
-      const head = await enqueue(project, { uris, orderingKey: key }, clock);
-      expect(await claimed()).toEqual([head]);
-      let release!: () => void;
-      const held = new Promise<void>((r) => {
-        release = r;
-      });
-      let enqueued!: (id: string) => void;
-      const inTx = new Promise<string>((r) => {
-        enqueued = r;
-      });
-      const tx = database.db.transaction(async (t) => {
-        enqueued(
-          await enqueueWebhook(t, {
-            projectId: project.split("/")[1]!,
-            eventType: "CALL_STATE_UPDATE",
-            body: "{}",
-            uris,
-            orderingKey: key,
-            now: clock.now(),
-          }),
-        );
-        await held;
-      });
-      const successor = await inTx;
-      let recorded = false;
-      const recording = finish(head).then((kept) => {
-        recorded = true;
-        return kept;
-      });
-      await new Promise((r) => setTimeout(r, 300));
-      expect(recorded, "the recording waits for the open enqueue").toBe(false);
-      release();
-      await tx;
-      expect(await recording).toEqual(new Set([head]));
-      expect((await stored(successor)).event.ready).toBe(true);
-      expect(await claimed()).toEqual([successor]);
-
-      // The recording first (its change not committed yet): the enqueue
-      // waits for it and finds nothing pending before it.
-      let enqueuedDuring = false;
-      const { racing } = await database.db.transaction(async (t) => {
-        await t
-          .update(webhookEvents)
-          .set({ state: "DELIVERED", nextAttemptTime: null, completeTime: clock.now() })
-          .where(eq(webhookEvents.id, successor));
-        const racing = enqueue(project, { uris, orderingKey: key }, clock).then((id) => {
-          enqueuedDuring = true;
-          return id;
-        });
-        await new Promise((r) => setTimeout(r, 300));
-        expect(enqueuedDuring, "the enqueue waits for the open recording").toBe(false);
-        return { racing };
-      });
-      expect((await stored(await racing)).event.ready).toBe(true);
-    });
-  }
 
   it("delivers each event once per attempt when two workers race", async () => {
     const clock = new TestClock(T0);

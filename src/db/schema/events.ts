@@ -50,24 +50,10 @@ export const webhookEvents = pgTable(
      * updates), for the inspector's `call` filter; null otherwise.
      */
     callId: text("call_id"),
-    /**
-     * Whether the workers' scan considers the event: false while an earlier
-     * event of its ordering key was pending when it was enqueued, and set
-     * when that one leaves PENDING (repository.ts). An optimisation only:
-     * the claim still checks the order, so the one thing this must never be
-     * is false on the first pending event of a key (a sweep repairs that).
-     */
-    ready: boolean("ready").notNull().default(true),
   },
   (t) => [
-    /**
-     * The workers' scan: due pending events, in the claim's order, without
-     * those waiting behind an earlier event of their key (which, when the
-     * receivers fall behind, would be most of the scan).
-     */
-    index("webhook_events_ready_idx")
-      .on(t.nextAttemptTime, t.seq)
-      .where(sql`${t.state} = 'PENDING' and ${t.ready}`),
+    /** The workers' scan: due pending events. */
+    index("webhook_events_due_idx").on(t.nextAttemptTime).where(sql`${t.state} = 'PENDING'`),
     /** "Is an earlier event of this key still pending?" */
     index("webhook_events_ordering_idx")
       .on(t.projectId, t.orderingKey, t.seq)

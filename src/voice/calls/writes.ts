@@ -15,7 +15,7 @@ import { getTableColumns } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
 import { fixedRows } from "../../db/direct.js";
 import { type CallRow, calls } from "../../db/schema/index.js";
-import { readyWhenEnqueued, type WebhookToEnqueue } from "../../events/outbox.js";
+import type { WebhookToEnqueue } from "../../events/outbox.js";
 import type { Patch } from "./active-call.js";
 
 type Param = string | number | boolean | null;
@@ -46,11 +46,9 @@ function textOf(keys: readonly string[], enqueue: boolean): string {
     const p = (i: number) => `$${n + i}`;
     text = `with changed as (${update} returning id),
       e as (insert into webhook_events
-        (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id,
-          ready)
+        (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id)
         select ${p(1)}::text, ${p(2)}::text, ${p(3)}::text, ${p(4)}::text, array[${p(5)}::text], ${p(6)}::text,
-          'PENDING', 0, ${p(7)}::timestamptz, ${p(7)}::timestamptz, ${id}::text,
-          ${readyWhenEnqueued(`${p(2)}::text`, `${p(4)}::text`)}
+          'PENDING', 0, ${p(7)}::timestamptz, ${p(7)}::timestamptz, ${id}::text
         from changed returning id)
       select id from e`;
   }
