@@ -9,9 +9,9 @@
  *   round is recorded — DELIVERED on a 2xx, otherwise the next round at the
  *   retry delay, or FAILED after the last retry. Rounds that finish while a
  *   recording is being written are recorded together, in one statement.
- *   In the loop, the next event of each key whose event is done with is
- *   then handed to this worker with a lease (a statement after the
- *   recording): a call's state updates follow each other without a claim.
+ *   In the loop, that statement also hands this worker, leased, the next
+ *   event of each key whose event is done with: a call's state updates
+ *   follow each other without a claim.
  * - `runOnce()` claims one batch, delivers it and records it (tests, tools).
  * - `start()` runs a loop that keeps claiming while there is room (at most
  *   25 batches in flight; after a full batch, as many claims at once as
