@@ -283,7 +283,9 @@ async function waitReady(child: Child, base: string, timeoutMs: number): Promise
 }
 
 async function startCeiling(): Promise<Running> {
-  const child = new Child("ceiling", "bench/ceiling.ts", serverEnv({}));
+  const child = new Child("ceiling", "bench/ceiling.ts", serverEnv({}), [], {
+    nodeArgs: cpuProfArgs("ceiling"),
+  });
   const ports = await child.waitForLine((line) => {
     const parsed = JSON.parse(line) as { ceiling?: { h2: number; h1: number } };
     return parsed.ceiling;
@@ -367,7 +369,7 @@ function serverNodeArgs(): string[] {
   return raw ? raw.split(/\s+/) : [];
 }
 
-/** BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops. */
+/** BENCH_CPU_PROF=<dir>: the server (and the ceiling) writes a V8 CPU profile there when it stops. */
 function cpuProfArgs(backend: string): string[] {
   const dir = process.env.BENCH_CPU_PROF;
   if (!dir) return [];
