@@ -118,7 +118,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const log = options.log ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   instrumentDrizzle();
-  const stopTracing = startTracing(config.tracing, options.spanExporter);
+  const stopTracing = await startTracing(config.tracing, options.spanExporter);
   let owned: Database | undefined;
   let db = options.db;
   // Start-up steps are logged at info with their duration (an operator

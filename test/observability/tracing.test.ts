@@ -164,4 +164,47 @@ describe("Tracing", () => {
       }
     });
   });
+
+  // The SDK and the OTLP exporter are loaded only when tracing starts
+  // (tracing.ts): this is the path a deployment with a collector takes.
+  describe("with the OTLP HTTP exporter and a real collector", () => {
+    const database = useAppDatabase();
+    let collector: Receiver;
+    let saved: string | undefined;
+
+    beforeAll(async () => {
+      collector = await startReceiver();
+      saved = process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+      // The exporter reads its endpoint from the process's environment.
+      process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = `${collector.base}/v1/traces`;
+    });
+    afterAll(async () => {
+      if (saved === undefined) delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+      else process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = saved;
+      await collector?.close();
+    });
+
+    it("exports the request's spans to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT when the server stops", async () => {
+      const app = await startObservedApp(database.db, {
+        ROLE: "api",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.base}/v1/traces`,
+      });
+      const project = await newProject(database.db);
+      const secret = (await newApiKey(database.db, [{ project, roles: ["roles/owner"] }])).secret;
+      const traceId = "ef".repeat(16);
+      try {
+        const res = await fetch(`${app.baseUrl}/v1/${project}/unsubscribers`, {
+          headers: { authorization: `Bearer ${secret}`, traceparent: `00-${traceId}-${"12".repeat(8)}-01` },
+        });
+        expect(res.status).toBe(200);
+      } finally {
+        await app.close(); // flushes the batch
+      }
+      const posts = collector.requests.filter((r) => r.method === "POST" && r.path === "/v1/traces");
+      expect(posts.length).toBeGreaterThan(0);
+      const body = posts.map((r) => r.body).join("\n");
+      expect(body).toContain(traceId);
+      expect(body).toContain("enfonica.messaging.v1.Unsubscribers/ListUnsubscribers");
+    });
+  });
 });
