@@ -10,6 +10,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { boundedError } from "./errors.js";
+import { procedureOf } from "./procedure.js";
 
 export { MAX_MESSAGE_CHARS } from "./errors.js";
 
@@ -45,7 +46,7 @@ async function* safeMessages<T>(
 export function createErrorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
-    const procedure = `${req.service.typeName}/${req.method.name}`;
+    const procedure = procedureOf(req.method);
     try {
       const res = await next(req);
       if (log.isLevelEnabled("debug")) {

@@ -19,6 +19,7 @@ import { Code, ConnectError, createContextKey, type Interceptor } from "@connect
 import { resource } from "../../gen/google/api/resource_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { clip, ERROR_DOMAIN, MAX_ECHO_CHARS, notFound } from "../api/errors.js";
+import { procedureOf } from "../api/procedure.js";
 import { type Clock, systemClock } from "../clock.js";
 import { accessTokenIdOf } from "../oauth/access-token-format.js";
 import type { StoredAccessToken } from "../oauth/access-tokens-repository.js";
@@ -335,7 +336,7 @@ export function createAuthInterceptor(
   policies: Policies = METHOD_POLICIES,
 ): Interceptor {
   return (next) => (req) => {
-    const policy = policies[`${req.service.typeName}/${req.method.name}`];
+    const policy = policies[procedureOf(req.method)];
     if (policy === undefined) {
       throw reasonError(Code.PermissionDenied, "NO_POLICY", "method has no permission policy");
     }
@@ -411,7 +412,7 @@ export function createProjectExistsInterceptor(
   return (next) => (req) => {
     const principal = req.contextValues.get(principalKey);
     if (principal?.kind !== "operator") return next(req);
-    const policy = policies[`${req.service.typeName}/${req.method.name}`];
+    const policy = policies[procedureOf(req.method)];
     if (policy === undefined || policy.projects.length === 0) return next(req);
     return checked(next, req, policy);
   };

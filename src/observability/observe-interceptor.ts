@@ -10,6 +10,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ERROR_DOMAIN } from "../api/errors.js";
+import { procedureOf } from "../api/procedure.js";
 import {
   credentialName,
   type Policies,
@@ -71,7 +72,7 @@ export function createObserveInterceptor(policies: Policies): Interceptor {
       ctx.method = req.method.name;
       // Connect unary looks like plain HTTP at the HTTP layer; REST was marked before.
       if (ctx.transport === "http") ctx.transport = "connect";
-      const policy = policies[`${req.service.typeName}/${req.method.name}`];
+      const policy = policies[procedureOf(req.method)];
       const path = policy?.projects[0];
       if (path !== undefined && !req.stream) {
         const project = projectOf(readPath(req.method.input, req.message, path));

@@ -54,6 +54,7 @@ import type { Clock } from "../../clock.js";
 import type { IdempotencyKeyRow } from "../../db/schema/index.js";
 import type { Logger } from "../../log.js";
 import { invalidArgument, rpcError } from "../errors.js";
+import { procedureOf } from "../procedure.js";
 import type { IdempotencyRepository } from "./repository.js";
 import { type IdempotencyScope, idempotencyScope } from "./scope.js";
 
@@ -235,7 +236,7 @@ export function createIdempotencyInterceptor(options: IdempotencyOptions): Inter
   return (next) => (req) => {
     // Synchronous pass-through (no promise of its own) for what takes no key.
     if (req.stream) return next(req);
-    const method = `${req.service.typeName}/${req.method.name}`;
+    const method = procedureOf(req.method);
     if (!IDEMPOTENT_METHODS.has(method)) return next(req);
     const raw = req.header.get(IDEMPOTENCY_KEY_HEADER);
     if (raw === null) return next(req);

@@ -17,6 +17,7 @@ import { ErrorInfoSchema, RetryInfoSchema } from "../../../gen/google/rpc/error_
 import { credentialName, type Policies, principalKey, projectOf, readPath } from "../../auth/interceptor.js";
 import type { LimitsConfig } from "../../config.js";
 import { ERROR_DOMAIN } from "../errors.js";
+import { procedureOf } from "../procedure.js";
 import { type MonotonicClock, monotonicClock, TokenBuckets } from "./token-bucket.js";
 
 /** The methods under the lower `createCall` limit. */
@@ -68,7 +69,13 @@ export function createRateLimitInterceptor(options: RateLimitOptions): Intercept
   return (next) => (req) => {
     const principal = req.contextValues.get(principalKey);
     if (principal === undefined || principal.kind === "operator") return next(req);
-    const procedure = `${req.service.typeName}/${req.method.name}`;
+    const procedure = procedureOf(req.method);
+    // Only what a limit is on for is looked at (no key name, no project ids otherwise).
+    const policy =
+      !req.stream && (projects.enabled || (calls.enabled && CALL_CREATING_METHODS.has(procedure)))
+        ? options.policies[procedure]
+        : undefined;
+    if (!keys.enabled && policy === undefined) return next(req);
     // Taken so far: [buckets, key], given back when a later limit refuses.
     const taken: [TokenBuckets, string][] = [];
     const take = (buckets: TokenBuckets, key: string, limit: string, subject: string) => {
@@ -80,9 +87,10 @@ export function createRateLimitInterceptor(options: RateLimitOptions): Intercept
       if (buckets.enabled) taken.push([buckets, key]);
     };
     // One bucket per credential: an API key, or a service account (all its tokens).
-    const credential = credentialName(principal);
-    take(keys, credential, "api_key", credential);
-    const policy = options.policies[procedure];
+    if (keys.enabled) {
+      const credential = credentialName(principal);
+      take(keys, credential, "api_key", credential);
+    }
     if (policy !== undefined && !req.stream) {
       const ids = new Set<string>();
       for (const path of policy.projects) {
