@@ -9,6 +9,9 @@
  *
  * Targets, each a separate child process:
  * - ceiling:  bench/ceiling.ts, bare connect-node + bare REST handler, constant answers;
+ * - floor:    the same with one prepared PostgreSQL statement per request (postgres.js,
+ *             a table of its own in a scratch database): the least any server
+ *             reading and writing PostgreSQL through connect-node pays;
  * - postgres: the compiled server (dist/server.js, built if stale) on a scratch
  *             database `sb_bench_<random>` created on TEST_DATABASE_URL (or
  *             DATABASE_URL) and dropped afterwards;
@@ -30,12 +33,12 @@
  * server's /metrics counted a non-OK code for the method (gRPC errors are
  * HTTP 200).
  *
- * Knobs (env): BENCH_TARGETS ("ceiling,postgres,pglite"), BENCH_REQUESTS
+ * Knobs (env): BENCH_TARGETS ("ceiling,floor,postgres,pglite"), BENCH_REQUESTS
  * (5000 per scenario), BENCH_WARMUP (1000), BENCH_CONNECTIONS (16),
  * BENCH_STREAMS (32 per HTTP/2 connection), BENCH_ROWS ("1000,100000"),
  * BENCH_LATENCY_REQUESTS (1000), BENCH_TRANSPORTS ("grpc,connect,rest,connect-h1,rest-h1"),
  * BENCH_OPERATIONS ("create,get,list"), BENCH_H2LOAD (the binary), BENCH_CPU_PROF
- * (a directory: the server writes a V8 CPU profile there when it stops), BENCH_NODE_ARGS
+ * (a directory: the server, the ceiling and the floor write V8 CPU profiles there when they stop), BENCH_NODE_ARGS
  * (extra node options for the server, space-separated).
  */
 import { spawn } from "node:child_process";
@@ -120,8 +123,10 @@ function subset<T extends string>(name: string, all: readonly T[]): readonly T[]
 const BENCH_LOAD_TRANSPORTS = subset("BENCH_TRANSPORTS", LOAD_TRANSPORTS);
 const BENCH_OPERATIONS = subset("BENCH_OPERATIONS", OPERATIONS);
 
-export type TargetName = "ceiling" | "pglite" | "postgres";
-const TARGET_NAMES: readonly TargetName[] = ["ceiling", "postgres", "pglite"];
+export type TargetName = "ceiling" | "floor" | "pglite" | "postgres";
+const TARGET_NAMES: readonly TargetName[] = ["ceiling", "floor", "postgres", "pglite"];
+/** Targets answering constants from bench/ceiling.ts (no server, no credentials, no metrics). */
+const bare = (t: TargetName) => t === "ceiling" || t === "floor";
 const TARGETS = (process.env.BENCH_TARGETS || TARGET_NAMES.join(","))
   .split(",")
   .map((s) => s.trim())
@@ -282,9 +287,12 @@ async function waitReady(child: Child, base: string, timeoutMs: number): Promise
   throw new Error(`${child.label}: not ready after ${timeoutMs} ms (${last})`);
 }
 
-async function startCeiling(): Promise<Running> {
-  const child = new Child("ceiling", "bench/ceiling.ts", serverEnv({}), [], {
-    nodeArgs: cpuProfArgs("ceiling"),
+/** bench/ceiling.ts: the ceiling, or with `floorUrl` the floor (one PostgreSQL statement per request). */
+async function startCeiling(floorUrl?: string): Promise<Running> {
+  const label = floorUrl === undefined ? "ceiling" : "floor";
+  const env = floorUrl === undefined ? {} : { FLOOR_DATABASE_URL: floorUrl };
+  const child = new Child(label, "bench/ceiling.ts", serverEnv(env), [], {
+    nodeArgs: cpuProfArgs(label),
   });
   const ports = await child.waitForLine((line) => {
     const parsed = JSON.parse(line) as { ceiling?: { h2: number; h1: number } };
@@ -497,7 +505,7 @@ async function measureH2load(
   rows.push(row);
   const child = running.child;
   const base = running.endpoints.h1;
-  const withMetrics = row.backend !== "ceiling";
+  const withMetrics = !bare(row.backend);
   try {
     if (!child.running) throw new Error(child.describeExit());
     row.loadAverage = os.loadavg()[0];
@@ -551,7 +559,7 @@ async function measureH2load(
 async function operationScenarios(backend: TargetName, running: Running): Promise<void> {
   // A listing for the get scenarios, and a check that the server answers at all.
   let getName = `projects/${BENCH_PROJECT}/regulatoryListings/c000000000000000`;
-  if (backend !== "ceiling") {
+  if (!bare(backend)) {
     const driver = createDriver("grpc", running.endpoints, running.token, 1);
     try {
       getName = await driver.create(BENCH_PROJECT);
@@ -658,6 +666,14 @@ async function runTarget(backend: TargetName, dataRoot: string): Promise<void> {
   try {
     if (backend === "ceiling") {
       running = await startCeiling();
+    } else if (backend === "floor") {
+      const adminUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+      if (!adminUrl) {
+        log("floor: skipped (set TEST_DATABASE_URL or DATABASE_URL)");
+        targets.pop();
+        return;
+      }
+      running = await startCeiling(await scratchDatabase(adminUrl));
     } else if (backend === "pglite") {
       const dataDir = join(dataRoot, "pglite");
       await mkdir(dataDir, { recursive: true });
@@ -677,7 +693,7 @@ async function runTarget(backend: TargetName, dataRoot: string): Promise<void> {
     if (idle !== undefined) info.idleRssBytes = idle;
     log(`${backend}: pid ${running.child.pid}, ${running.endpoints.h1}`);
     await operationScenarios(backend, running);
-    if (backend !== "ceiling" && ROW_COUNTS.length > 0) await sizeScenarios(backend, running, info);
+    if (!bare(backend) && ROW_COUNTS.length > 0) await sizeScenarios(backend, running, info);
   } catch (err) {
     info.error = errorText(err);
     log(`${backend}: FAILED: ${info.error}`);
@@ -806,7 +822,7 @@ async function main(): Promise<void> {
   const dataRoot = await mkdtemp(join(os.tmpdir(), "switchboard-bench-data-"));
   cleanups.push(() => rm(dataRoot, { recursive: true, force: true }));
   const h2load = await h2loadVersion();
-  if (TARGETS.some((t) => t !== "ceiling")) {
+  if (TARGETS.some((t) => !bare(t))) {
     log("building the server (npm run build, if stale): the bench runs the compiled dist/server.js");
     await buildServer();
   }

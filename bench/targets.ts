@@ -103,6 +103,32 @@ export function targetChecks(rows: Row[], targets: TargetInfo[]): Check[] {
   return checks;
 }
 
+/**
+ * What the floor (one PostgreSQL statement per request through connect-node,
+ * constant answers) says about the ceiling ratios: how much of the ceiling's
+ * budget the database round trip alone takes, and the server against it.
+ */
+function floorLines(rows: Row[]): string[] {
+  const lines: string[] = [];
+  for (const transport of ["grpc", "connect", "connect-h1", "rest", "rest-h1"]) {
+    for (const op of ["create", "get", "list"]) {
+      const ceiling = cpu(rows, "ceiling", transport, op);
+      const floor = cpu(rows, "floor", transport, op);
+      const server = cpu(rows, "postgres", transport, op);
+      if (ceiling === undefined || floor === undefined) continue;
+      const against = server === undefined ? "" : `; the server ${(server / floor).toFixed(2)}x the floor`;
+      lines.push(
+        `  ${`${transport} ${op}`.padEnd(18)} floor ${floor.toFixed(3)} ms = ${(floor / ceiling).toFixed(2)}x the ceiling${against}`,
+      );
+    }
+  }
+  if (lines.length === 0) return [];
+  return [
+    "Floor (the ceiling plus one prepared PostgreSQL statement per request, constant answers):",
+    ...lines,
+  ];
+}
+
 export function printTargets(rows: Row[], targets: TargetInfo[]): string {
   const checks = targetChecks(rows, targets);
   const width = Math.max(...checks.map((c) => c.target.length));
@@ -115,6 +141,7 @@ export function printTargets(rows: Row[], targets: TargetInfo[]): string {
   return [
     `issue #12 targets (ratios within this run): ${held} of ${measured} measured hold`,
     ...lines,
+    ...floorLines(rows),
     `Runtime: this run's node is ${process.version} (target: a supported LTS, 22 or 24).`,
     "Call engine and two replicas: see `npm run bench:calls`.",
   ].join("\n");
