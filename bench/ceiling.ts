@@ -23,8 +23,8 @@ import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { RegulatoryListings } from "../gen/enfonica/numbering/v1beta1/regulatory_listings_pb.js";
 import postgres from "postgres";
+import { RegulatoryListings } from "../gen/enfonica/numbering/v1beta1/regulatory_listings_pb.js";
 import {
   BENCH_PROJECT,
   LIST_PAGE_SIZE,
@@ -73,9 +73,18 @@ const routes = (router: ConnectRouter) => {
           listRegulatoryListings: () => PAGE,
         }
       : {
-          createRegulatoryListing: async () => (await floor.create(), LISTING),
-          getRegulatoryListing: async () => (await floor.get(), LISTING),
-          listRegulatoryListings: async () => (await floor.list(), PAGE),
+          createRegulatoryListing: async () => {
+            await floor.create();
+            return LISTING;
+          },
+          getRegulatoryListing: async () => {
+            await floor.get();
+            return LISTING;
+          },
+          listRegulatoryListings: async () => {
+            await floor.list();
+            return PAGE;
+          },
         },
   );
 };
