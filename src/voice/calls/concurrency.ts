@@ -10,7 +10,9 @@
  * keyed by the project, as the SIP domain channel limit does (incoming.ts).
  * The lock is taken last, after the call's writes, so it is held for the
  * count and the commit only: concurrent creates of a project wait for each
- * other that long, and not for each other's whole transaction.
+ * other that long, and not for each other's whole transaction. On
+ * PostgreSQL's direct path the count and the refusal run in the database
+ * (switchboard_admit_call), sent with the COMMIT (admitCallDirect).
  */
 import { Code } from "@connectrpc/connect";
 import { and, count, eq, sql } from "drizzle-orm";
@@ -47,20 +49,34 @@ export async function admitCall(tx: Tx, projectId: string, limit: number): Promi
   refuseOver(projectId, limit, row?.n ?? 1);
 }
 
-const LOCK = "select pg_advisory_xact_lock(hashtext($1))";
-const COUNT = `select count(*)::integer as n from calls
-  where project_id = $1 and state in ('QUEUED', 'STARTING', 'RINGING', 'IN_PROGRESS')`;
+const ADMIT = "select switchboard_admit_call($1, $2)";
+/** The SQLSTATE switchboard_admit_call raises over the limit (migration 0008); DETAIL: the others in flight. */
+const OVER_LIMIT = "SB429";
 
 /**
- * `admitCall` on a postgres.js transaction (domain.ts's direct path): the
- * lock and the count sent at once, after the call's writes already queued
- * on the transaction's connection, as fixed texts.
+ * `admitCall` on a postgres.js transaction (domain.ts's direct path), decided
+ * in the database: switchboard_admit_call takes the lock, counts in a
+ * statement of its own and raises SB429 when over the limit. The caller
+ * sends it after the call's writes and does not wait for it before COMMIT,
+ * so lock, count and commit go out in one pipeline: the lock is never held
+ * across a round trip to this process (under load, a turn of a busy event
+ * loop: creates of one project queued on the lock, and the engine fell
+ * behind for good; docs/performance.md). Resolves when admitted; rejects with
+ * the RESOURCE_EXHAUSTED error when not (the transaction is then aborted,
+ * and its COMMIT rolls back), or with the statement's own error.
  */
-export async function admitCallDirect(sql: TransactionSql, projectId: string, limit: number): Promise<void> {
-  // In this order (postgres.js sends a query once asked to: `execute`).
-  const lock = sql.unsafe(LOCK, [`project_calls:${projectId}`], { prepare: true }).execute();
-  const [, [row]] = await Promise.all([lock, sql.unsafe(COUNT, [projectId], { prepare: true }).execute()]);
-  refuseOver(projectId, limit, (row?.n as number | undefined) ?? 1);
+export function admitCallDirect(sql: TransactionSql, projectId: string, limit: number): Promise<void> {
+  return sql
+    .unsafe(ADMIT, [projectId, limit], { prepare: true })
+    .execute()
+    .then(
+      () => undefined,
+      (err: unknown) => {
+        const e = err as { code?: unknown; detail?: unknown };
+        if (e?.code === OVER_LIMIT) refuseOver(projectId, limit, Number(e.detail) + 1);
+        throw err;
+      },
+    );
 }
 
 /** Throws unless `counted` (the new call included) leaves the project within `limit`. */

@@ -356,15 +356,24 @@ export class CallsDomain {
       if (text === INSERT_CALL_WITH_UPDATE) {
         params.push(newResourceId(), callName(inserted), callJson(inserted));
       }
-      await client.begin(async (sql) => {
+      // Outcomes of the transaction's statements, settled (read after COMMIT).
+      const outcomes: Promise<unknown>[] = [];
+      await client.begin((sql) => {
         // postgres.js sends a query once asked to (`execute`): the insert first.
-        const insert = timedStatement(text, () =>
-          sql.unsafe(text, params as never[], { prepare: true }).execute(),
+        outcomes.push(
+          settled(
+            timedStatement(text, () => sql.unsafe(text, params as never[], { prepare: true }).execute()),
+          ),
         );
         // Last: the project's admissions wait for each other from here to the commit only.
-        if (limit <= 0) await insert;
-        else await Promise.all([insert, admitCallDirect(sql, projectId, limit)]);
+        if (limit > 0) outcomes.push(settled(admitCallDirect(sql, projectId, limit)));
+        // Nothing awaited: postgres.js sends COMMIT right behind these, in the
+        // same pipeline (no round trip while the admission lock is held). A
+        // statement that fails aborts the transaction, and COMMIT rolls it back.
       });
+      for (const outcome of await Promise.all(outcomes)) {
+        if (outcome !== undefined) throw outcome;
+      }
       this.engine.start(inserted);
       return inserted;
     }
@@ -424,4 +433,12 @@ export class CallsDomain {
           .limit(limit),
     );
   }
+}
+
+/** `p`'s rejection as its value (undefined when it resolved): read later, never unhandled. */
+function settled(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => undefined,
+    (err: unknown) => err ?? new Error("statement failed"),
+  );
 }
