@@ -30,7 +30,9 @@ ENV NODE_ENV=production \
     DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force \
+# --ignore-scripts: the postinstall applies patches/ with patch-package (a devDependency)
+# to packages the build stage already bundled into dist/.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
  && mkdir -p /data && chown node:node /data
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/scripts/switchboard.js ./scripts/switchboard.js
