@@ -32,6 +32,7 @@
  * at every scrape): the worst of the listening servers.
  */
 import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient, type Interceptor } from "@connectrpc/connect";
@@ -67,6 +68,13 @@ export interface ServerEngineOptions {
   concurrency: number;
   /** Calls created per second at most (paced from the run's start); 0: as fast as the callers go. */
   rate?: number;
+  /**
+   * Calls made before the measured run, created as it creates them (paced at
+   * `rate` when set), all ended before it starts; default 4. A paced run
+   * measures the steady state: its first seconds on a server that has just
+   * started are the warm-up's figures (`warmUp` in the result).
+   */
+  warmUp?: number;
   timeScale: string;
   timeoutMs: number;
   /** Extra environment of the server (WEBHOOKS_BATCH_SIZE, ...). */
@@ -76,6 +84,8 @@ export interface ServerEngineOptions {
 
 export interface ServerEngineResult {
   topology: EngineTopology;
+  /** The pace of the creates (calls/s; 0: unpaced). */
+  rate: number;
   /** Server processes (their CPU and RSS are summed). */
   processes: number;
   calls: number;
@@ -110,6 +120,8 @@ export interface ServerEngineResult {
   /** The server's main event-loop delay over the run (its /metrics), ms. */
   loopP99Ms: number;
   loopMaxMs: number;
+  /** The warm-up calls' webhook lag (the server's first seconds, from idle). */
+  warmUp: { calls: number; lagP50Ms: number; lagP99Ms: number; lagMaxMs: number };
   error?: string;
 }
 
@@ -120,7 +132,6 @@ const FROM = "+61255501200";
 const TO_PREFIX = "+614915702";
 const MARKUP = `<?xml version="1.0" encoding="UTF-8"?><Response><Say>Hello</Say><Wait Seconds="1"/></Response>`;
 const TERMINAL = new Set(["COMPLETED", "BUSY", "FAILED", "NOT_ANSWERED", "CANCELED"]);
-const WARM_UP = 4;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -328,15 +339,34 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
     const until = async (n: number, deadline: number) => {
       while (receivers.terminal.size < n && performance.now() < deadline) await sleep(5);
     };
-    await Promise.all(Array.from({ length: WARM_UP }, (_, i) => create(i)));
-    await until(WARM_UP, performance.now() + o.timeoutMs);
+    /** Creates calls `first` .. `first + count - 1` (paced at o.rate, if set); their create latencies. */
+    const drive = async (first: number, count: number, deadline: number): Promise<number[]> => {
+      const latencies: number[] = [];
+      const t0 = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(o.concurrency, count) }, async () => {
+          while (next < count && performance.now() < deadline) {
+            const i = next++;
+            // Paced: call i is created no earlier than i / rate seconds into the run.
+            const due = o.rate ? t0 + (i * 1000) / o.rate : 0;
+            if (due > performance.now()) await sleep(due - performance.now());
+            const s = performance.now();
+            await create(first + i);
+            latencies.push(performance.now() - s);
+          }
+        }),
+      );
+      return latencies;
+    };
+    const warmUp = o.warmUp ?? 4;
+    const warmCreated = (await drive(0, warmUp, performance.now() + o.timeoutMs)).length;
+    await until(warmCreated, performance.now() + o.timeoutMs);
     // Let the server's backends flush the warm-up's statistics (at most every second).
     await sleep(1_500);
     const before = stats === undefined ? undefined : await readStats(stats);
     const warmNames = new Set(receivers.terminal.keys());
 
-    const latencies: number[] = [];
-    let next = 0;
     // A scrape resets the event-loop delay histogram: what the next one reads is the run's.
     await Promise.all(bases.map(eventLoopDelay));
     const cpu0 = cpuMs();
@@ -345,20 +375,8 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
     const handled0 = receivers.handled();
     const t0 = performance.now();
     const deadline = t0 + o.timeoutMs;
-    await Promise.all(
-      Array.from({ length: Math.min(o.concurrency, o.calls) }, async () => {
-        while (next < o.calls && performance.now() < deadline) {
-          const i = next++;
-          // Paced: call i is created no earlier than i / rate seconds into the run.
-          const due = o.rate ? t0 + (i * 1000) / o.rate : 0;
-          if (due > performance.now()) await sleep(due - performance.now());
-          const s = performance.now();
-          await create(i);
-          latencies.push(performance.now() - s);
-        }
-      }),
-    );
-    await until(WARM_UP + latencies.length, deadline);
+    const latencies = await drive(warmCreated, o.calls, deadline);
+    await until(warmCreated + latencies.length, deadline);
     const seconds = (performance.now() - t0) / 1000;
     const serverCpu = cpuMs() - cpu0;
     // Backends that ended during the run are missed (the pools keep theirs); new ones count whole.
@@ -375,7 +393,7 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       p99Ms: Math.max(...loops.map((l) => l.p99Ms)),
       maxMs: Math.max(...loops.map((l) => l.maxMs)),
     };
-    const timedOut = receivers.terminal.size < WARM_UP + latencies.length || latencies.length < o.calls;
+    const timedOut = receivers.terminal.size < warmCreated + latencies.length || latencies.length < o.calls;
 
     await stopAll();
     await sleep(500);
@@ -388,23 +406,38 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       const s = receivers.terminal.get(n)!;
       states.set(s, (states.get(s) ?? 0) + 1);
     }
-    const events = await stateUpdateEvents(
-      stats,
-      o.dataDir,
-      measured.map((n) => n.slice(n.lastIndexOf("/") + 1)),
-    );
-    const lags: number[] = [];
-    let undelivered = 0;
-    for (const e of events) {
-      const r = receivers.receipts.get(String(e.id));
-      if (e.state !== "DELIVERED" || r === undefined) undelivered++;
-      if (r !== undefined) lags.push(r.at - new Date(e.create_time as string | Date).getTime());
+    const ids = (names: Iterable<string>) => [...names].map((n) => n.slice(n.lastIndexOf("/") + 1));
+    const [events, warmEvents] = await stateUpdateEvents(stats, o.dataDir, [ids(measured), ids(warmNames)]);
+    const lagsOf = (rows: Record<string, unknown>[]) => {
+      const lags: number[] = [];
+      for (const e of rows) {
+        const r = receivers.receipts.get(String(e.id));
+        if (r !== undefined) lags.push(r.at - new Date(e.create_time as string | Date).getTime());
+      }
+      return lags.sort((a, b) => a - b);
+    };
+    const lags = lagsOf(events!);
+    const warmLags = lagsOf(warmEvents!);
+    const undelivered = events!.filter(
+      (e) => e.state !== "DELIVERED" || !receivers.receipts.has(String(e.id)),
+    ).length;
+    if (process.env.BENCH_CALL_LAG_FILE) {
+      // Each measured state update: event time, receipt time (-1: none), ms since the epoch.
+      writeFileSync(
+        process.env.BENCH_CALL_LAG_FILE,
+        events!
+          .map((e) => {
+            const r = receivers.receipts.get(String(e.id));
+            return `${new Date(e.create_time as string | Date).getTime()} ${r ? r.at : -1}\n`;
+          })
+          .join(""),
+      );
     }
-    lags.sort((a, b) => a - b);
     const sorted = [...latencies].sort((a, b) => a - b);
     const n = latencies.length;
     return {
       topology,
+      rate: o.rate ?? 0,
       processes: children.length,
       calls: n,
       completed: states.get("COMPLETED") ?? 0,
@@ -421,7 +454,7 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       createP50Ms: percentile(sorted, 50),
       createP99Ms: percentile(sorted, 99),
       handlerRequests: handled,
-      stateUpdates: events.length,
+      stateUpdates: events!.length,
       undelivered,
       lagP50Ms: percentile(lags, 50),
       lagP99Ms: percentile(lags, 99),
@@ -433,12 +466,23 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       serverRssMb: Number.isNaN(rss) ? undefined : rss / 1048576,
       loopP99Ms: loop.p99Ms,
       loopMaxMs: loop.maxMs,
+      warmUp: {
+        calls: warmCreated,
+        lagP50Ms: percentile(warmLags, 50),
+        lagP99Ms: percentile(warmLags, 99),
+        lagMaxMs: warmLags.at(-1) ?? Number.NaN,
+      },
       ...(timedOut
         ? {
             error: `timed out after ${o.timeoutMs / 1000} s (${n} created, ${measured.length} ended)`,
           }
         : {}),
     };
+  } catch (err) {
+    // The server answers INTERNAL without details: add what it logged.
+    const logged = children.map((c) => c.takeLoggedError()).filter(Boolean);
+    if (logged.length === 0 || !(err instanceof Error)) throw err;
+    throw new Error(`${err.message} (the server logged: ${logged.join("; ")})`, { cause: err });
   } finally {
     await stopAll();
     await stats?.end({ timeout: 5 });
@@ -460,19 +504,25 @@ async function workerStarted(child: Child): Promise<void> {
  * the PostgreSQL scratch database, or from the embedded database's data
  * directory once the server has exited (PGlite opened here).
  */
+/** The state update events of each set of calls. */
 async function stateUpdateEvents(
   stats: postgres.Sql | undefined,
   dataDir: string,
-  callIds: string[],
-): Promise<Record<string, unknown>[]> {
+  callIdSets: string[][],
+): Promise<Record<string, unknown>[][]> {
   const query =
     "select e.id, e.create_time, e.state from webhook_events e where e.event_type = 'CALL_STATE_UPDATE' and e.call_id = any($1)";
-  if (stats !== undefined) return [...(await stats.unsafe(query, [callIds]))];
+  if (stats !== undefined) {
+    return Promise.all(callIdSets.map(async (callIds) => [...(await stats.unsafe(query, [callIds]))]));
+  }
   const { PGlite } = await import("@electric-sql/pglite");
   const { embeddedDataDir } = await import("../src/db/location.js");
   const db = await PGlite.create({ dataDir: embeddedDataDir(dataDir) });
   try {
-    return (await db.query<Record<string, unknown>>(query, [callIds])).rows;
+    const sets: Record<string, unknown>[][] = [];
+    for (const callIds of callIdSets)
+      sets.push((await db.query<Record<string, unknown>>(query, [callIds])).rows);
+    return sets;
   } finally {
     await db.close();
   }

@@ -24,6 +24,9 @@
  *
  * Knobs (env): BENCH_CALLS (100), BENCH_CALL_CONCURRENCY (20), BENCH_CALL_RATE (calls
  * created per second at most, paced; 0, the default: as fast as the callers go),
+ * BENCH_CALL_WARMUP (calls made and ended before the measured run; paced: 3 s at the rate,
+ * otherwise 4), BENCH_CALL_LAG_FILE (a file: each measured state update's event and receipt
+ * times, ms, one line each),
  * BENCH_RECORDING_ITERATIONS (2), BENCH_TIME_SCALE (0.01),
  * BENCH_CALL_TARGETS ("pglite,postgres"; also postgres-2: two ROLE=all replicas on one
  * database, and postgres-api-worker: ROLE=api + ROLE=worker), BENCH_CALL_SECTIONS ("processing,media,engine"),
@@ -70,6 +73,8 @@ const SECTIONS = (process.env.BENCH_CALL_SECTIONS || "processing,media,engine")
   .map((s) => s.trim());
 /** Give up on the calls of one backend after this long (wall). */
 const RATE = intEnv("BENCH_CALL_RATE", 0, 0);
+/** Paced: 3 s at the rate, the server's start-up transient (JIT, pools) out of the measured run. */
+const WARM_UP = intEnv("BENCH_CALL_WARMUP", RATE > 0 ? RATE * 3 : 4, 1);
 /** 90 s, or the paced run's length and 60 s more. */
 const ENGINE_TIMEOUT_MS = Math.max(90_000, RATE > 0 ? (CALLS / RATE) * 1000 + 60_000 : 0);
 
@@ -242,6 +247,7 @@ async function onPglite(): Promise<ServerEngineResult | Error> {
       concurrency: CONCURRENCY,
       timeScale: TIME_SCALE,
       rate: RATE,
+      warmUp: WARM_UP,
       timeoutMs: ENGINE_TIMEOUT_MS,
       log,
     });
@@ -324,6 +330,7 @@ async function onPostgres(adminUrl: string, topology: EngineTopology): Promise<S
       concurrency: CONCURRENCY,
       timeScale: TIME_SCALE,
       rate: RATE,
+      warmUp: WARM_UP,
       timeoutMs: ENGINE_TIMEOUT_MS,
       log,
     });
@@ -492,6 +499,13 @@ async function main(): Promise<void> {
   for (const [backend, r] of engineRows) {
     if (r instanceof Error) out.push(`  ${backend}: ${errorText(r)}`);
     else if (r?.error) out.push(`  ${backend}: ${r.error}`);
+  }
+  for (const [backend, r] of engineRows) {
+    if (r === undefined || r instanceof Error) continue;
+    const w = r.warmUp;
+    out.push(
+      `  ${backend} warm-up (not in the figures above): ${w.calls} calls${RATE > 0 ? ` paced at ${RATE}/s` : ""} on the just-started server, webhook lag p50/p99/max ${fmt(w.lagP50Ms, 0)}/${fmt(w.lagP99Ms, 0)}/${fmt(w.lagMaxMs, 0)} ms`,
+    );
   }
   out.push(
     "",
