@@ -55,6 +55,19 @@ const CLAIMED_COLUMNS = `select c.id, c.seq::float8 as seq, c.project_id, c.even
  *
  * Its rows: the recorded events' ids (JSON, the first column, on every
  * row), each with one handed-over event or, when there is none, nulls.
+ *
+ * Sent again with the same parameters but $6 true (its reply was lost: was
+ * it committed?), it changes nothing more and answers as the first did (a
+ * first sending, $6 false, skips these):
+ * - `done`: an event already left as this round leaves it (state, round,
+ *   times) counts as recorded;
+ * - an attempt already stored (event, round, URI, start time) is not stored
+ *   again;
+ * - `again`: events leased to $1 until exactly $5, other than the rounds'
+ *   own, are the first sending's hand-over (the worker gives every
+ *   lease-granting statement an expiry of its own), returned again. Before
+ *   the first sending commits there are none: it is the statement that
+ *   grants that lease.
  */
 const FINISH_ROUNDS = `with v as (
     select * from json_to_recordset($2::text::json)
@@ -62,12 +75,19 @@ const FINISH_ROUNDS = `with v as (
   made as (insert into webhook_attempts
       (event_id, round, uri, start_time, finish_time, status_code, error, duration_ms)
     select "eventId", round, uri, "startTime", "finishTime", "statusCode", error, "durationMs"
-    from json_to_recordset($3::text::json) as a("eventId" text, round integer, uri text,
-      "startTime" timestamptz, "finishTime" timestamptz, "statusCode" integer, error text, "durationMs" integer)),
+    from json_array_elements($3::text::json) with ordinality as j(attempt, i),
+      json_to_record(j.attempt) as a("eventId" text, round integer, uri text,
+      "startTime" timestamptz, "finishTime" timestamptz, "statusCode" integer, error text, "durationMs" integer)
+    where not ($6::boolean and exists (select 1 from webhook_attempts x where x.event_id = a."eventId"
+      and x.round = a.round and x.uri = a.uri and x.start_time = a."startTime"))
+    order by j.i),
   kept as (update webhook_events e set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
       complete_time = v.complete, lease_owner = null, lease_expire_time = null
     from v where e.id = v.id and e.lease_owner = $1 and e.state = 'PENDING'
     returning e.id, e.project_id, e.ordering_key, e.state, e.seq),
+  done as (select e.id from webhook_events e join v on e.id = v.id
+    where $6::boolean and e.state = v.state and e.attempt_count = v.round and e.lease_owner is null
+      and e.next_attempt_time is not distinct from v.next and e.complete_time is not distinct from v.complete),
   h as (select distinct on (n.project_id, n.ordering_key) n.id
     from kept k join webhook_events n on n.project_id = k.project_id and n.ordering_key = k.ordering_key
       and n.state = 'PENDING' and n.seq > k.seq
@@ -77,8 +97,12 @@ const FINISH_ROUNDS = `with v as (
     from h where w.id = h.id and w.next_attempt_time <= $4::timestamptz
       and (w.lease_expire_time is null or w.lease_expire_time <= $4::timestamptz)
     returning w.*),
-  handed as (${CLAIMED_COLUMNS} from r c join projects p on p.id = c.project_id)
-  select (select coalesce(json_agg(id), '[]'::json) from kept)::text as kept, handed.*
+  again as (select * from webhook_events w where $6::boolean and $4::timestamptz is not null and w.lease_owner = $1
+    and w.lease_expire_time = $5::timestamptz and w.state = 'PENDING' and w.id not in (select id from v)),
+  handed as (${CLAIMED_COLUMNS} from (select * from r union all select * from again) c
+    join projects p on p.id = c.project_id)
+  select (select coalesce(json_agg(id), '[]'::json) from (select id from kept union select id from done) k)::text
+      as kept, handed.*
   from (select 1) as one left join handed on true
   order by handed.seq`;
 
@@ -279,6 +303,8 @@ export class WebhookEventsRepository {
     owner: string,
     rounds: readonly FinishedRound[],
     handOver?: { now: Date; leaseExpireTime: Date },
+    /** The same recording sent again: a first sending may have committed (see FINISH_ROUNDS). */
+    again = false,
   ): Promise<{ kept: Set<string>; next: ClaimedEvent[] }> {
     if (rounds.length === 0) return { kept: new Set(), next: [] };
     const v = rounds.map(({ eventId, round, outcome }) => ({
@@ -294,6 +320,7 @@ export class WebhookEventsRepository {
       JSON.stringify(rounds.flatMap((r) => r.attempts)),
       handOver?.now.toISOString() ?? null,
       handOver?.leaseExpireTime.toISOString() ?? null,
+      again,
     ]);
     const kept = new Set(JSON.parse(rows[0]![0] as string) as string[]);
     const next = rows.filter((r) => r[1] !== null).map((r) => claimedOf(r.slice(1)));

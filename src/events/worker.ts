@@ -20,6 +20,11 @@
  *   through LISTEN/NOTIFY, server.ts), after a recording (an ordering key's
  *   next event may be due), and otherwise every `pollIntervalMs`. `stop()`
  *   waits until every round in flight is recorded.
+ * - A recording that fails (the database away, or its reply lost after it
+ *   committed) is sent again, the same, until it answers: a repeat records
+ *   nothing twice and returns the first one's hand-over, so a call's next
+ *   state update goes out when the database is back, not when its lease
+ *   expires.
  * - A worker that dies holding leases loses nothing: once the leases expire
  *   another worker claims those events again. A round whose lease expired
  *   before it finished still records its attempts but changes nothing else.
@@ -49,6 +54,10 @@ export interface WebhookWorkerOptions {
 /** Batches a worker may have in flight at once (claimed, not yet recorded). */
 const BATCHES_IN_FLIGHT = 25;
 
+/** A recording that failed is sent again after this long, doubling each time up to the max (ms). */
+const RECORD_RETRY_FIRST_MS = 50;
+const RECORD_RETRY_MAX_MS = 5_000;
+
 /** How long a kicked worker lets further kicks gather before it claims (ms). */
 const KICK_COALESCE_MS = 5;
 
@@ -66,6 +75,8 @@ export class WebhookWorker {
   private recording: Promise<void> | undefined;
   /** Every round the loop started, until recorded (stop() waits for them). */
   private readonly rounds = new Set<Promise<void>>();
+  /** The lease expiry last granted (ms): each statement that grants leases gets one of its own. */
+  private lastLease = 0;
 
   constructor(private readonly options: WebhookWorkerOptions) {
     this.id = options.id ?? `worker-${randomBytes(6).toString("hex")}`;
@@ -81,9 +92,20 @@ export class WebhookWorker {
   }
 
   private claim(limit: number): Promise<ClaimedEvent[]> {
-    const { clock, config } = this.options;
-    const now = clock.now();
-    return this.repo.claim(this.id, now, new Date(now.getTime() + config.leaseSeconds * 1000), limit);
+    const now = this.options.clock.now();
+    return this.repo.claim(this.id, now, this.leaseFrom(now), limit);
+  }
+
+  /**
+   * The expiry of the leases a statement sent at `now` grants: a millisecond
+   * later than the last one if need be, so that this worker's leases say
+   * which statement granted them (a recording sent again finds its own
+   * hand-over by it: repository.ts, FINISH_ROUNDS).
+   */
+  private leaseFrom(now: Date): Date {
+    const ms = Math.max(now.getTime() + this.options.config.leaseSeconds * 1000, this.lastLease + 1);
+    this.lastLease = ms;
+    return new Date(ms);
   }
 
   /** Delivers one round of a claimed event (never throws for HTTP failures). */
@@ -117,27 +139,44 @@ export class WebhookWorker {
    */
   private async record(rounds: readonly Finished[], handOver = false): Promise<void> {
     if (rounds.length === 0) return;
-    const { log, clock, config } = this.options;
+    const { log, clock } = this.options;
     const now = clock.now();
-    const { kept, next } = await this.repo.finish(
-      this.id,
-      rounds.map(({ event, round, attempts, outcome }) => ({
+    const finished = rounds.map(({ event, round, attempts, outcome }) => ({
+      eventId: event.id,
+      round,
+      outcome,
+      attempts: attempts.map((a: Attempt) => ({
         eventId: event.id,
         round,
-        outcome,
-        attempts: attempts.map((a: Attempt) => ({
-          eventId: event.id,
-          round,
-          uri: a.uri,
-          startTime: a.startTime,
-          finishTime: a.finishTime,
-          statusCode: a.statusCode ?? null,
-          error: a.error ?? null,
-          durationMs: a.durationMs,
-        })),
+        uri: a.uri,
+        startTime: a.startTime,
+        finishTime: a.finishTime,
+        statusCode: a.statusCode ?? null,
+        error: a.error ?? null,
+        durationMs: a.durationMs,
       })),
-      handOver ? { now, leaseExpireTime: new Date(now.getTime() + config.leaseSeconds * 1000) } : undefined,
-    );
+    }));
+    const handOverAt = handOver ? { now, leaseExpireTime: this.leaseFrom(now) } : undefined;
+    // A failed recording may have committed (its reply lost): it is sent again,
+    // the same, until it answers (FINISH_ROUNDS answers a repeat as the first),
+    // so that what it handed over is delivered now, not once its leases
+    // expire. Not once the worker is stopping: then its leases expire.
+    let result: Awaited<ReturnType<WebhookEventsRepository["finish"]>>;
+    for (let retry = 0; ; retry++) {
+      try {
+        result = await this.repo.finish(this.id, finished, handOverAt, retry > 0);
+        break;
+      } catch (err) {
+        if (!this.running) throw err;
+        const delay = Math.min(RECORD_RETRY_MAX_MS, RECORD_RETRY_FIRST_MS * 2 ** retry);
+        log.warn(
+          { err, events: rounds.length, retryInMs: delay },
+          "could not record webhook rounds; retrying",
+        );
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+    const { kept, next } = result;
     for (const c of next) this.start1(c);
     for (const { event, round, attempts, outcome, now } of rounds) {
       if (!kept.has(event.id)) {

@@ -400,6 +400,80 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     expect((await repo.claim("w2", clock.now(), lease, 10)).map((c) => c.event.id)).toEqual([third]);
   });
 
+  it("a recording sent again (its reply lost) records nothing twice and answers with the same hand-over", async () => {
+    const clock = new TestClock(T0);
+    const project = await newProject(database.db);
+    const key = `${project}/calls/again1`;
+    const uris = [`${receiver.base}/again`];
+    const first = await enqueue(project, { uris, orderingKey: key, body: '{"n":1}' }, clock);
+    const second = await enqueue(project, { uris, orderingKey: key, body: '{"n":2}' }, clock);
+    const other = await enqueue(project, { uris, body: '{"n":3}' }, clock);
+    const repo = new WebhookEventsRepository(database.db);
+    const claimLease = new Date(clock.now().getTime() + 60_000);
+    const claimed = await repo.claim("w1", clock.now(), claimLease, 10);
+    expect(claimed.map((c) => c.event.id).sort()).toEqual([first, other].sort());
+    const attempt = (id: string, uri: string, ms: number) => ({
+      eventId: id,
+      round: 1,
+      uri,
+      startTime: new Date(clock.now().getTime() + ms),
+      finishTime: new Date(clock.now().getTime() + ms + 5),
+      statusCode: ms === 0 ? 500 : 200,
+      error: null,
+      durationMs: 5,
+    });
+    const rounds = [
+      {
+        eventId: first,
+        round: 1,
+        attempts: [attempt(first, `${uris[0]}?a`, 0), attempt(first, `${uris[0]}?b`, 10)],
+        outcome: { state: "DELIVERED" as const, completeTime: clock.now() },
+      },
+      {
+        eventId: other,
+        round: 1,
+        attempts: [attempt(other, uris[0]!, 0)],
+        outcome: { state: "PENDING" as const, nextAttemptTime: new Date(clock.now().getTime() + 1_000) },
+      },
+    ];
+    // The worker gives the recording's leases an expiry of their own (not the claim's).
+    const handOver = { now: clock.now(), leaseExpireTime: new Date(claimLease.getTime() + 1) };
+    const once = await repo.finish("w1", rounds, handOver);
+    const twice = await repo.finish("w1", rounds, handOver, true);
+    expect(once.kept).toEqual(new Set([first, other]));
+    expect(twice.kept, "recorded by the first sending: counted as recorded").toEqual(once.kept);
+    expect(once.next.map((c) => c.event.id)).toEqual([second]);
+    expect(twice.next, "the first sending's hand-over, again").toEqual(once.next);
+
+    const stored1 = await stored(first);
+    expect(stored1.event).toMatchObject({ state: "DELIVERED", attemptCount: 1, leaseOwner: null });
+    expect(stored1.attempts.map((a) => a.uri)).toEqual([`${uris[0]}?a`, `${uris[0]}?b`]);
+    const storedOther = await stored(other);
+    expect(storedOther.event).toMatchObject({ state: "PENDING", attemptCount: 1, leaseOwner: null });
+    expect(storedOther.attempts).toHaveLength(1);
+    expect((await stored(second)).event).toMatchObject({
+      leaseOwner: "w1",
+      leaseExpireTime: handOver.leaseExpireTime,
+    });
+
+    // Another worker's round of the same events (its own times), recorded later, changes nothing
+    // but its attempts, which are history: the lease is gone.
+    clock.advance(5);
+    const theirs = rounds.map((r) => ({
+      ...r,
+      attempts: r.attempts.map((a) => ({ ...a, startTime: clock.now(), finishTime: clock.now() })),
+      outcome: { state: "DELIVERED" as const, completeTime: clock.now() },
+    }));
+    const late = await repo.finish("w2", theirs, {
+      now: clock.now(),
+      leaseExpireTime: handOver.leaseExpireTime,
+    });
+    expect(late.kept).toEqual(new Set());
+    expect(late.next).toEqual([]);
+    expect((await stored(first)).attempts).toHaveLength(4);
+    expect((await stored(other)).event).toMatchObject({ state: "PENDING", attemptCount: 1 });
+  });
+
   it("the running loop delivers a key's events in order, each once", async () => {
     const clock = new TestClock(T0);
     const project = await newProject(database.db);

@@ -1,0 +1,166 @@
+/**
+ * A recording whose reply is lost. The worker records a round and, in the
+ * same statement, takes the next event of the call's key, leased to itself
+ * (src/events/repository.ts, FINISH_ROUNDS). When the statement commits but
+ * its reply never arrives (the connection dropped), the worker does not know
+ * what it was handed: before, those events waited for their leases to expire
+ * (WEBHOOKS_LEASE_SECONDS, 300 s by default) and a call's later state
+ * updates with them. Now the worker sends the same statement again, which
+ * records nothing twice and answers with the first one's hand-over.
+ *
+ * Real parts: PostgreSQL behind a TCP proxy on 127.0.0.1 that forwards
+ * everything but, once, swallows the reply to the statement that records a
+ * given event and then closes both connections; a real receiver.
+ * PostgreSQL only: the proxy stands between a client and a server's socket.
+ */
+import { createServer, type Server, Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Database, openPostgres } from "../../src/db/client.js";
+import { enqueueWebhook } from "../../src/events/outbox.js";
+import { WebhookEventsRepository } from "../../src/events/repository.js";
+import { WebhookWorker } from "../../src/events/worker.js";
+import { createLogger } from "../../src/log.js";
+import { newProject, testConfig } from "../support/app.js";
+import { TestClock } from "../support/clock.js";
+import { createScratchDatabase } from "../support/db.js";
+import { type Receiver, startReceiver } from "../support/receiver.js";
+
+/** ReadyForQuery: the server is done with everything sent before it (the statement committed). */
+const READY_FOR_QUERY = Buffer.from([0x5a, 0, 0, 0, 5]);
+
+interface LossyProxy {
+  url: string;
+  /** Swallow the reply to the next statement whose bytes contain `marker`, then drop the connection. */
+  loseReplyTo(marker: string): void;
+  /** Replies swallowed so far. */
+  lost(): number;
+  close(): Promise<void>;
+}
+
+async function startProxy(target: URL): Promise<LossyProxy> {
+  let marker: Buffer | undefined;
+  let lost = 0;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = new Socket();
+    sockets.add(client).add(upstream);
+    let swallowing = false;
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+    upstream.connect(Number(target.port || 5432), target.hostname, () => {
+      client.on("data", (chunk: Buffer) => {
+        if (marker !== undefined && chunk.includes(marker)) {
+          marker = undefined;
+          swallowing = true;
+        }
+        upstream.write(chunk);
+      });
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      if (!swallowing) {
+        client.write(chunk);
+        return;
+      }
+      if (chunk.includes(READY_FOR_QUERY)) {
+        lost++;
+        end();
+      }
+    });
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = new URL(target.toString());
+  url.hostname = "127.0.0.1";
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    loseReplyTo(m) {
+      marker = Buffer.from(m, "utf8");
+    },
+    lost: () => lost,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe.runIf(process.env.TEST_DATABASE_URL)("a recording whose reply is lost (PostgreSQL)", () => {
+  let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let direct: Database;
+  let proxied: Database;
+  let proxy: LossyProxy;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
+    direct = openPostgres(scratch.url);
+    await direct.migrate();
+    proxy = await startProxy(new URL(scratch.url));
+    proxied = openPostgres(proxy.url);
+    receiver = await startReceiver();
+  }, 60_000);
+
+  afterAll(async () => {
+    await proxied?.close();
+    await direct?.close();
+    await proxy?.close();
+    await receiver?.close();
+    await scratch?.drop();
+  });
+
+  it("is sent again: the key's next events go out at once, each once, and nothing is recorded twice", async () => {
+    const clock = new TestClock("2026-01-01T00:00:00.000Z");
+    const project = await newProject(direct.db);
+    const key = `${project}/calls/lost-reply`;
+    const ids: string[] = [];
+    for (let n = 1; n <= 3; n++) {
+      ids.push(
+        await enqueueWebhook(direct.db, {
+          projectId: project.split("/")[1]!,
+          eventType: "CALL_STATE_UPDATE",
+          uris: [`${receiver.base}/state`],
+          body: JSON.stringify({ n }),
+          orderingKey: key,
+          now: clock.now(),
+        }),
+      );
+    }
+    // The first event's recording (its id is in the statement's parameters) commits, unanswered.
+    proxy.loseReplyTo(ids[0]!);
+    const worker = new WebhookWorker({
+      db: proxied.db,
+      clock,
+      // Leases far longer than the test waits: the next events cannot be waiting for one to expire.
+      config: testConfig({
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+        WEBHOOKS_LEASE_SECONDS: "600",
+      }).webhooks,
+      log: createLogger("silent"),
+    });
+    worker.start();
+    try {
+      const t0 = Date.now();
+      while (receiver.requests.length < 3 && Date.now() - t0 < 10_000)
+        await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await worker.stop();
+    }
+    expect(proxy.lost(), "the reply was lost").toBe(1);
+    expect(receiver.requests.map((r) => JSON.parse(r.body).n)).toEqual([1, 2, 3]);
+    const repo = new WebhookEventsRepository(direct.db);
+    for (const id of ids) {
+      const stored = (await repo.get(id))!;
+      expect(stored.event.state).toBe("DELIVERED");
+      expect(stored.event.leaseOwner).toBeNull();
+      expect(stored.attempts, "one attempt row per attempt").toHaveLength(1);
+    }
+  });
+});
