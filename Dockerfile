@@ -30,7 +30,7 @@ ENV NODE_ENV=production \
     DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: the postinstall applies patches/ with patch-package (a devDependency)
+# --ignore-scripts: the postinstall applies scripts/patches/ with patch-package (a devDependency)
 # to packages the build stage already bundled into dist/.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
  && mkdir -p /data && chown node:node /data

@@ -25,11 +25,16 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "dist");
 const stamp = join(out, ".built");
-// The bundle holds the npm packages too: a changed lock file or patch (patches/, applied by
-// `npm ci`) is a changed input.
-const inputs = ["src", "gen", "package.json", "package-lock.json", "patches", "scripts/build.mjs"].map((p) =>
-  join(root, p),
-);
+// The bundle holds the npm packages too: a changed lock file or patch (scripts/patches/, applied
+// by `npm ci`) is a changed input.
+const inputs = [
+  "src",
+  "gen",
+  "package.json",
+  "package-lock.json",
+  "scripts/patches",
+  "scripts/build.mjs",
+].map((p) => join(root, p));
 
 /** The newest modification time under `path` (a file or a folder). */
 function newest(path) {

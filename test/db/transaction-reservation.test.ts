@@ -13,7 +13,7 @@
  * - with one connection (the embedded database's), other requests'
  *   statements ran inside the transaction, so its rollback took their
  *   acknowledged writes with it.
- * `patches/postgres+3.4.9.patch` (applied by `npm ci`, patch-package) runs
+ * `scripts/patches/postgres+3.4.9.patch` (applied by `npm ci`, patch-package) runs
  * the hook whenever BEGIN is written, and keeps a socket's drain from handing
  * a reserved connection back to the pool. These tests build exactly that
  * saturated pipeline on real databases: PostgreSQL, and the embedded one
