@@ -48,6 +48,7 @@ import { addGaugeSource, instrumentDrizzle } from "./observability/metrics.js";
 import { metricsRoute } from "./observability/metrics-route.js";
 import { webhookQueueDepth } from "./observability/queue-depth.js";
 import { startTracing } from "./observability/tracing.js";
+import { exitOnUncaught } from "./process-errors.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, createMessageNetwork, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
@@ -420,6 +421,7 @@ const STOP_TIMEOUT_MS = 30_000;
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
+  exitOnUncaught(log);
   log.info({ node: process.version, role: config.role }, "switchboard starting");
   // Signals are handled from the first moment, start-up included: the first
   // SIGTERM/SIGINT stops the app (in-flight calls end, the database closes)
