@@ -20,8 +20,8 @@
  *   through LISTEN/NOTIFY, server.ts), after a recording (an ordering key's
  *   next event may be due), and otherwise every `pollIntervalMs`. `stop()`
  *   waits until every round in flight is recorded.
- * - A recording that fails (the database away, or its reply lost after it
- *   committed) is sent again, the same, until it answers: a repeat records
+ * - A recording that fails on the way (the database away, or its reply lost
+ *   after it committed) is sent again, the same, until it answers: a repeat records
  *   nothing twice and returns the first one's hand-over, so a call's next
  *   state update goes out when the database is back, not when its lease
  *   expires.
@@ -36,6 +36,7 @@ import type { Clock } from "../clock.js";
 import type { WebhooksConfig } from "../config.js";
 import type { Db } from "../db/client.js";
 import type { WebhookEventRow } from "../db/schema/index.js";
+import { isTransientDatabaseError } from "../db/transient.js";
 import type { Logger } from "../log.js";
 import { inSpan } from "../observability/tracing.js";
 import { observeRound } from "../observability/webhooks.js";
@@ -157,17 +158,19 @@ export class WebhookWorker {
       })),
     }));
     const handOverAt = handOver ? { now, leaseExpireTime: this.leaseFrom(now) } : undefined;
-    // A failed recording may have committed (its reply lost): it is sent again,
-    // the same, until it answers (FINISH_ROUNDS answers a repeat as the first),
-    // so that what it handed over is delivered now, not once its leases
-    // expire. Not once the worker is stopping: then its leases expire.
+    // A recording that failed on the way (the connection, the server) may have
+    // committed (its reply lost): it is sent again, the same, until it answers
+    // (FINISH_ROUNDS answers a repeat as the first), so that what it handed
+    // over is delivered now, not once its leases expire. Not a recording the
+    // database refused (it would be refused again: its events deleted since,
+    // say), and not once the worker is stopping: then the leases expire.
     let result: Awaited<ReturnType<WebhookEventsRepository["finish"]>>;
     for (let retry = 0; ; retry++) {
       try {
         result = await this.repo.finish(this.id, finished, handOverAt, retry > 0);
         break;
       } catch (err) {
-        if (!this.running) throw err;
+        if (!this.running || !isTransientDatabaseError(err)) throw err;
         const delay = Math.min(RECORD_RETRY_MAX_MS, RECORD_RETRY_FIRST_MS * 2 ** retry);
         log.warn(
           { err, events: rounds.length, retryInMs: delay },

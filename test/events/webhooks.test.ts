@@ -474,6 +474,40 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     expect((await stored(other)).event).toMatchObject({ state: "PENDING", attemptCount: 1 });
   });
 
+  it("a recording the database refuses (its event deleted meanwhile) is not sent again: the worker goes on", async () => {
+    const clock = new TestClock(T0);
+    const doomed = await newProject(database.db);
+    const kept = await newProject(database.db);
+    const gone = await enqueue(doomed, { uris: [`${receiver.base}/doomed`] }, clock);
+    // The project is deleted (its events with it) while its event is being delivered:
+    // the round's attempt refers to an event that is no more.
+    receiver.handle((req, res) => {
+      if (req.path !== "/doomed") return void res.end("ok");
+      void database.db
+        .delete(projects)
+        .where(eq(projects.id, doomed.split("/")[1]!))
+        .then(() => res.end("ok"));
+    });
+    const loop = worker(clock);
+    loop.start();
+    try {
+      const until = async (done: () => Promise<boolean>) => {
+        const t0 = Date.now();
+        while (!(await done()) && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
+      };
+      await until(async () => receiver.requests.length === 1);
+      const next = await enqueue(kept, { uris: [`${receiver.base}/after`] }, clock);
+      loop.kick();
+      await until(async () => (await stored(next)).event.state === "DELIVERED");
+      expect((await stored(next)).event.state, "recorded: the refused recording is not in its way").toBe(
+        "DELIVERED",
+      );
+    } finally {
+      await loop.stop();
+    }
+    expect(await new WebhookEventsRepository(database.db).get(gone)).toBeUndefined();
+  });
+
   it("the running loop delivers a key's events in order, each once", async () => {
     const clock = new TestClock(T0);
     const project = await newProject(database.db);
