@@ -1,7 +1,11 @@
 /**
- * The outermost interceptor: a ConnectError passes through unchanged; any
- * other throwable is a defect, logged with its stack and answered as a bare
- * INTERNAL so that no internal message reaches a caller. Every call is
+ * The outermost interceptor: a ConnectError passes through unchanged; a
+ * database that cannot be reached (or lost the connection, or is shutting
+ * down) is UNAVAILABLE, and a transaction it rolled back for a conflict
+ * (serialization failure, deadlock) ABORTED: both say "try again" to a
+ * caller's retry policy, with a message of ours; any other throwable is a
+ * defect, logged with its stack and answered as a bare INTERNAL so that no
+ * internal message reaches a caller. Every call is
  * logged at debug level with its procedure, outcome and duration — never its
  * headers or body, so credentials cannot reach the log. A streaming
  * response's messages are watched the same way: an error while streaming is
@@ -9,6 +13,7 @@
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { transientDatabaseError } from "../db/transient.js";
 import { boundedError } from "./errors.js";
 import { procedureOf } from "./procedure.js";
 
@@ -24,6 +29,15 @@ function safeError(log: Logger, err: unknown, procedure: string, started: number
     // A safety net for errors that echo client input at length: the
     // message and the details are cut, the code is kept (errors.ts).
     return boundedError(err);
+  }
+  const transient = transientDatabaseError(err);
+  if (transient === "unavailable") {
+    log.warn({ err, procedure, ms }, "database unavailable");
+    return new ConnectError("the database is unavailable: try again later", Code.Unavailable);
+  }
+  if (transient === "aborted") {
+    log.warn({ err, procedure, ms }, "transaction aborted by a conflict");
+    return new ConnectError("the request conflicted with another: try again", Code.Aborted);
   }
   log.error({ err, procedure, ms }, "internal error");
   return new ConnectError("internal error", Code.Internal);

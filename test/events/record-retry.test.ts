@@ -13,7 +13,6 @@
  * given event and then closes both connections; a real receiver.
  * PostgreSQL only: the proxy stands between a client and a server's socket.
  */
-import { createServer, type Server, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openPostgres } from "../../src/db/client.js";
 import { enqueueWebhook } from "../../src/events/outbox.js";
@@ -23,87 +22,21 @@ import { createLogger } from "../../src/log.js";
 import { newProject, testConfig } from "../support/app.js";
 import { TestClock } from "../support/clock.js";
 import { createScratchDatabase } from "../support/db.js";
+import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
-
-/** ReadyForQuery: the server is done with everything sent before it (the statement committed). */
-const READY_FOR_QUERY = Buffer.from([0x5a, 0, 0, 0, 5]);
-
-interface LossyProxy {
-  url: string;
-  /** Swallow the reply to the next statement whose bytes contain `marker`, then drop the connection. */
-  loseReplyTo(marker: string): void;
-  /** Replies swallowed so far. */
-  lost(): number;
-  close(): Promise<void>;
-}
-
-async function startProxy(target: URL): Promise<LossyProxy> {
-  let marker: Buffer | undefined;
-  let lost = 0;
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = new Socket();
-    sockets.add(client).add(upstream);
-    let swallowing = false;
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on("error", end).on("close", end);
-    upstream.on("error", end).on("close", end);
-    upstream.connect(Number(target.port || 5432), target.hostname, () => {
-      client.on("data", (chunk: Buffer) => {
-        if (marker !== undefined && chunk.includes(marker)) {
-          marker = undefined;
-          swallowing = true;
-        }
-        upstream.write(chunk);
-      });
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      if (!swallowing) {
-        client.write(chunk);
-        return;
-      }
-      if (chunk.includes(READY_FOR_QUERY)) {
-        lost++;
-        end();
-      }
-    });
-  });
-  server.on("connection", (s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = new URL(target.toString());
-  url.hostname = "127.0.0.1";
-  url.port = String((server.address() as { port: number }).port);
-  return {
-    url: url.toString(),
-    loseReplyTo(m) {
-      marker = Buffer.from(m, "utf8");
-    },
-    lost: () => lost,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
 
 describe.runIf(process.env.TEST_DATABASE_URL)("a recording whose reply is lost (PostgreSQL)", () => {
   let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
   let direct: Database;
   let proxied: Database;
-  let proxy: LossyProxy;
+  let proxy: PgProxy;
   let receiver: Receiver;
 
   beforeAll(async () => {
     scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
     direct = openPostgres(scratch.url);
     await direct.migrate();
-    proxy = await startProxy(new URL(scratch.url));
+    proxy = await startPgProxy(scratch.url);
     proxied = openPostgres(proxy.url);
     receiver = await startReceiver();
   }, 60_000);
