@@ -9,6 +9,7 @@ import { performance } from "node:perf_hooks";
 import { newResourceId } from "../api/ids.js";
 import type { Clock } from "../clock.js";
 import type { WebhooksConfig } from "../config.js";
+import type { NewWebhookAttemptRow } from "../db/schema/index.js";
 import { injectTraceHeaders, inSpan, SpanKind, SpanStatusCode } from "../observability/tracing.js";
 import { type HttpResponse, httpPost } from "./http.js";
 import { signedHeaders } from "./signing.js";
@@ -32,6 +33,20 @@ export interface Attempt {
   /** Why no response came (timeout, refused destination, connection error). */
   error: string | undefined;
   durationMs: number;
+}
+
+/** An attempt as the outbox stores it: a webhook_attempts row (repository.ts). */
+export function attemptRow(eventId: string, round: number, a: Attempt): NewWebhookAttemptRow {
+  return {
+    eventId,
+    round,
+    uri: a.uri,
+    startTime: a.startTime,
+    finishTime: a.finishTime,
+    statusCode: a.statusCode ?? null,
+    error: a.error ?? null,
+    durationMs: a.durationMs,
+  };
 }
 
 export interface SignedRequest {

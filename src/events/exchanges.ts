@@ -9,7 +9,7 @@
 import type { Db } from "../db/client.js";
 import type { Logger } from "../log.js";
 import { countAttempts } from "../observability/webhooks.js";
-import type { Attempt } from "./delivery.js";
+import { type Attempt, attemptRow } from "./delivery.js";
 import { WebhookEventsRepository } from "./repository.js";
 
 /** Markup kept per exchange: 64 KiB. */
@@ -59,14 +59,7 @@ export async function recordExchange(db: Db, log: Logger, exchange: Exchange): P
       exchange.attempts.map((a, i) => {
         const response = delivered && i === last ? cut(exchange.responseBody!) : undefined;
         return {
-          eventId: exchange.id,
-          round: 1,
-          uri: a.uri,
-          startTime: a.startTime,
-          finishTime: a.finishTime,
-          statusCode: a.statusCode ?? null,
-          error: a.error ?? null,
-          durationMs: a.durationMs,
+          ...attemptRow(exchange.id, 1, a),
           responseBody: response?.text ?? null,
           responseTruncated: response?.truncated ?? false,
         };

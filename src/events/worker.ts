@@ -40,7 +40,7 @@ import { isTransientDatabaseError } from "../db/transient.js";
 import type { Logger } from "../log.js";
 import { inSpan } from "../observability/tracing.js";
 import { observeRound } from "../observability/webhooks.js";
-import { type Attempt, deliverRound, MAX_ROUNDS, RETRY_DELAYS_SECONDS } from "./delivery.js";
+import { type Attempt, attemptRow, deliverRound, MAX_ROUNDS, RETRY_DELAYS_SECONDS } from "./delivery.js";
 import { type ClaimedEvent, type RoundOutcome, WebhookEventsRepository } from "./repository.js";
 
 export interface WebhookWorkerOptions {
@@ -146,16 +146,7 @@ export class WebhookWorker {
       eventId: event.id,
       round,
       outcome,
-      attempts: attempts.map((a: Attempt) => ({
-        eventId: event.id,
-        round,
-        uri: a.uri,
-        startTime: a.startTime,
-        finishTime: a.finishTime,
-        statusCode: a.statusCode ?? null,
-        error: a.error ?? null,
-        durationMs: a.durationMs,
-      })),
+      attempts: attempts.map((a) => attemptRow(event.id, round, a)),
     }));
     const handOverAt = handOver ? { now, leaseExpireTime: this.leaseFrom(now) } : undefined;
     // A recording that failed on the way (the connection, the server) may have
