@@ -14,8 +14,14 @@ export interface PgProxy {
   /**
    * Swallow the reply to the next statement whose bytes contain `marker`
    * (once it has run: up to its ReadyForQuery), then drop the connection.
+   * `from`: start swallowing at the first statement after that, on the
+   * same connection, whose bytes contain it (a transaction's "commit");
+   * `until`: swallow up to the ReadyForQuery that follows a reply
+   * containing it ("COMMIT\0", the tag of COMMIT's CommandComplete);
+   * `reset`: drop the connection with a TCP reset (the client's socket
+   * errors, ECONNRESET) rather than a close.
    */
-  loseReplyTo(marker: string): void;
+  loseReplyTo(marker: string, options?: { from?: string; until?: string; reset?: boolean }): void;
   /** Replies swallowed so far. */
   lost(): number;
   /** While on: every connection is dropped, the open ones at once and new ones as they come. */
@@ -26,6 +32,7 @@ export interface PgProxy {
 export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
   const target = new URL(targetUrl);
   let marker: Buffer | undefined;
+  let options: { from?: Buffer | undefined; until?: Buffer | undefined; reset?: boolean } = {};
   let lost = 0;
   let refusing = false;
   const sockets = new Set<Socket>();
@@ -42,8 +49,15 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
     const upstream = new Socket();
     track(upstream);
     let swallowing = false;
+    /** The marker was seen here: swallowing starts at the statement holding `from`. */
+    let from: Buffer | undefined;
+    /** The reply to wait for before the next ReadyForQuery, and what came so far. */
+    let waitFor: Buffer | undefined;
+    let reset = false;
+    let seen = Buffer.alloc(0);
     const end = () => {
-      client.destroy();
+      if (reset && !client.destroyed) client.resetAndDestroy();
+      else client.destroy();
       upstream.destroy();
     };
     client.on("error", end).on("close", end);
@@ -52,6 +66,12 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
       client.on("data", (chunk: Buffer) => {
         if (marker !== undefined && chunk.includes(marker)) {
           marker = undefined;
+          from = options.from;
+          waitFor = options.until;
+          reset = options.reset === true;
+          swallowing = from === undefined;
+        } else if (from !== undefined && chunk.includes(from)) {
+          from = undefined;
           swallowing = true;
         }
         upstream.write(chunk);
@@ -61,6 +81,13 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
       if (!swallowing) {
         client.write(chunk);
         return;
+      }
+      if (waitFor !== undefined) {
+        seen = Buffer.concat([seen, chunk]);
+        const at = seen.indexOf(waitFor);
+        if (at < 0) return;
+        chunk = seen.subarray(at);
+        waitFor = undefined;
       }
       if (chunk.includes(READY_FOR_QUERY)) {
         lost++;
@@ -74,8 +101,10 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
   url.port = String((server.address() as { port: number }).port);
   return {
     url: url.toString(),
-    loseReplyTo(m) {
+    loseReplyTo(m, o = {}) {
       marker = Buffer.from(m, "utf8");
+      const bytes = (x: string | undefined) => (x === undefined ? undefined : Buffer.from(x, "utf8"));
+      options = { from: bytes(o.from), until: bytes(o.until), reset: o.reset === true };
     },
     lost: () => lost,
     refuse(on) {
