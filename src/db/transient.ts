@@ -32,3 +32,37 @@ export function isTransientDatabaseError(err: unknown): boolean {
  */
 const UNAVAILABLE =
   /^(08...|53...|57P0[123]|CONNECTION_(CLOSED|DESTROYED|ENDED)|CONNECT_TIMEOUT|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN)$/;
+
+export interface RetryOptions {
+  /** Whether to go on trying after a transient failure (false: the error is thrown). */
+  keepGoing: () => boolean;
+  /** Told of each failure that will be tried again, and when. */
+  onRetry: (err: unknown, retryInMs: number) => void;
+  /** The first wait (ms), doubling each time up to `maxMs`. Defaults 50 and 5,000. */
+  firstMs?: number;
+  maxMs?: number;
+}
+
+/**
+ * Runs `attempt` (given its number, 0 first) until it succeeds, waiting
+ * between tries, for as long as it fails transiently and `keepGoing()`
+ * says so. Any other failure is thrown at once. `attempt` must be safe to
+ * repeat: a lost reply leaves it unknown whether the last try took effect.
+ */
+export async function retryWhileTransient<T>(
+  attempt: (n: number) => Promise<T>,
+  options: RetryOptions,
+): Promise<T> {
+  const first = options.firstMs ?? 50;
+  const max = options.maxMs ?? 5_000;
+  for (let n = 0; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (err) {
+      if (!isTransientDatabaseError(err) || !options.keepGoing()) throw err;
+      const delay = Math.min(max, first * 2 ** n);
+      options.onRetry(err, delay);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}

@@ -143,6 +143,20 @@ const CLAIM = `with due as (
   from claimed c join projects p on p.id = c.project_id
   order by c.seq`;
 
+/**
+ * The events claims leased to $1 until exactly one of $2 (a JSON array of
+ * times): claims that committed although their replies were lost (the
+ * worker gives every lease-granting statement an expiry of its own). Their
+ * leases are moved to $3 and they are returned as CLAIM returns them.
+ */
+const RECLAIM = `with claimed as (update webhook_events set lease_expire_time = $3::timestamptz
+    where state = 'PENDING' and lease_owner = $1
+      and lease_expire_time = any(array(select json_array_elements_text($2::text::json)::timestamptz))
+    returning *)
+  ${CLAIMED_COLUMNS}
+  from claimed c join projects p on p.id = c.project_id
+  order by c.seq`;
+
 function dateOf(value: unknown): Date | null {
   return value === null ? null : new Date(value as number);
 }
@@ -265,6 +279,19 @@ export class WebhookEventsRepository {
       .from(claimed)
       .innerJoin(projects, eq(projects.id, claimed.projectId));
     return (rows as ClaimedEvent[]).sort((a, b) => a.event.seq - b.event.seq);
+  }
+
+  /**
+   * The events that claims of `owner` leased until one of `lostLeases` (the
+   * claims' replies were lost), leased again until `leaseExpireTime`.
+   */
+  async reclaim(owner: string, lostLeases: readonly Date[], leaseExpireTime: Date): Promise<ClaimedEvent[]> {
+    const rows = await fixedRows(this.db, RECLAIM, [
+      owner,
+      JSON.stringify(lostLeases.map((d) => d.toISOString())),
+      leaseExpireTime.toISOString(),
+    ]);
+    return rows.map(claimedOf);
   }
 
   /**

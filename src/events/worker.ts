@@ -25,6 +25,10 @@
  *   nothing twice and returns the first one's hand-over, so a call's next
  *   state update goes out when the database is back, not when its lease
  *   expires.
+ * - A claim that fails on the way may have committed: the loop's next turn
+ *   takes back what it leased (found by its lease's expiry, which no other
+ *   statement of the worker grants) and delivers it, rather than leave it
+ *   until the lease expires.
  * - A worker that dies holding leases loses nothing: once the leases expire
  *   another worker claims those events again. A round whose lease expired
  *   before it finished still records its attempts but changes nothing else.
@@ -36,7 +40,7 @@ import type { Clock } from "../clock.js";
 import type { WebhooksConfig } from "../config.js";
 import type { Db } from "../db/client.js";
 import type { WebhookEventRow } from "../db/schema/index.js";
-import { isTransientDatabaseError } from "../db/transient.js";
+import { isTransientDatabaseError, retryWhileTransient } from "../db/transient.js";
 import type { Logger } from "../log.js";
 import { inSpan } from "../observability/tracing.js";
 import { observeRound } from "../observability/webhooks.js";
@@ -78,6 +82,8 @@ export class WebhookWorker {
   private readonly rounds = new Set<Promise<void>>();
   /** The lease expiry last granted (ms): each statement that grants leases gets one of its own. */
   private lastLease = 0;
+  /** Lease expiries (ms) of claims that failed on the way: they may have committed. */
+  private readonly lostLeases = new Set<number>();
 
   constructor(private readonly options: WebhookWorkerOptions) {
     this.id = options.id ?? `worker-${randomBytes(6).toString("hex")}`;
@@ -94,7 +100,26 @@ export class WebhookWorker {
 
   private claim(limit: number): Promise<ClaimedEvent[]> {
     const now = this.options.clock.now();
-    return this.repo.claim(this.id, now, this.leaseFrom(now), limit);
+    const lease = this.leaseFrom(now);
+    return this.repo.claim(this.id, now, lease, limit).catch((err: unknown) => {
+      // It may have committed: its events would wait for this lease to expire.
+      if (isTransientDatabaseError(err)) this.lostLeases.add(lease.getTime());
+      throw err;
+    });
+  }
+
+  /** Takes back, and delivers, the events of claims whose replies were lost (the loop, before claiming). */
+  private async reclaim(): Promise<void> {
+    if (this.lostLeases.size === 0) return;
+    const lost = [...this.lostLeases];
+    const now = this.options.clock.now();
+    const claimed = await this.repo.reclaim(
+      this.id,
+      lost.map((ms) => new Date(ms)),
+      this.leaseFrom(now),
+    );
+    for (const ms of lost) this.lostLeases.delete(ms);
+    for (const c of claimed) this.start1(c);
   }
 
   /**
@@ -155,22 +180,16 @@ export class WebhookWorker {
     // over is delivered now, not once its leases expire. Not a recording the
     // database refused (it would be refused again: its events deleted since,
     // say), and not once the worker is stopping: then the leases expire.
-    let result: Awaited<ReturnType<WebhookEventsRepository["finish"]>>;
-    for (let retry = 0; ; retry++) {
-      try {
-        result = await this.repo.finish(this.id, finished, handOverAt, retry > 0);
-        break;
-      } catch (err) {
-        if (!this.running || !isTransientDatabaseError(err)) throw err;
-        const delay = Math.min(RECORD_RETRY_MAX_MS, RECORD_RETRY_FIRST_MS * 2 ** retry);
-        log.warn(
-          { err, events: rounds.length, retryInMs: delay },
-          "could not record webhook rounds; retrying",
-        );
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
-    const { kept, next } = result;
+    const { kept, next } = await retryWhileTransient(
+      (retry) => this.repo.finish(this.id, finished, handOverAt, retry > 0),
+      {
+        keepGoing: () => this.running,
+        onRetry: (err, retryInMs) =>
+          log.warn({ err, events: rounds.length, retryInMs }, "could not record webhook rounds; retrying"),
+        firstMs: RECORD_RETRY_FIRST_MS,
+        maxMs: RECORD_RETRY_MAX_MS,
+      },
+    );
     for (const c of next) this.start1(c);
     for (const { event, round, attempts, outcome, now } of rounds) {
       if (!kept.has(event.id)) {
@@ -220,6 +239,11 @@ export class WebhookWorker {
         if (limits.length >= BATCHES_IN_FLIGHT) break;
       }
       full = false;
+      try {
+        await this.reclaim();
+      } catch (err) {
+        if (this.running) log.warn({ err }, "could not take back the events of a lost claim; retrying");
+      }
       if (limits.length > 0) {
         const batches = await Promise.allSettled(limits.map((limit) => this.claim(limit)));
         batches.forEach((batch, i) => {

@@ -8,6 +8,10 @@
  * updates with them. Now the worker sends the same statement again, which
  * records nothing twice and answers with the first one's hand-over.
  *
+ * A claim whose reply is lost, likewise: the worker's next turn takes back
+ * the events that claim leased (by the lease's expiry, its own) and
+ * delivers them, rather than leave them until the lease expires.
+ *
  * Real parts: PostgreSQL behind a TCP proxy on 127.0.0.1 that forwards
  * everything but, once, swallows the reply to the statement that records a
  * given event and then closes both connections; a real receiver.
@@ -94,6 +98,55 @@ describe.runIf(process.env.TEST_DATABASE_URL)("a recording whose reply is lost (
       expect(stored.event.state).toBe("DELIVERED");
       expect(stored.event.leaseOwner).toBeNull();
       expect(stored.attempts, "one attempt row per attempt").toHaveLength(1);
+    }
+  });
+
+  it("a claim whose reply is lost: its events are taken back at once and delivered once", async () => {
+    const clock = new TestClock("2026-01-01T00:00:00.000Z");
+    const project = await newProject(direct.db);
+    const key = `${project}/calls/lost-claim`;
+    const ids: string[] = [];
+    for (let n = 1; n <= 2; n++) {
+      ids.push(
+        await enqueueWebhook(direct.db, {
+          projectId: project.split("/")[1]!,
+          eventType: "CALL_STATE_UPDATE",
+          uris: [`${receiver.base}/claimed`],
+          body: JSON.stringify({ n }),
+          orderingKey: key,
+          now: clock.now(),
+        }),
+      );
+    }
+    // The worker's first statement (its id is a parameter of each) is its first claim: it commits, unanswered.
+    const id = `worker-lost-claim-${Date.now()}`;
+    const lostBefore = proxy.lost();
+    proxy.loseReplyTo(id);
+    const worker = new WebhookWorker({
+      db: proxied.db,
+      clock,
+      id,
+      config: testConfig({
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+        WEBHOOKS_LEASE_SECONDS: "600",
+      }).webhooks,
+      log: createLogger("silent"),
+    });
+    const received = () => receiver.requests.filter((r) => r.path === "/claimed");
+    worker.start();
+    try {
+      const t0 = Date.now();
+      while (received().length < 2 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await worker.stop();
+    }
+    expect(proxy.lost(), "the reply was lost").toBe(lostBefore + 1);
+    expect(received().map((r) => JSON.parse(r.body).n)).toEqual([1, 2]);
+    const repo = new WebhookEventsRepository(direct.db);
+    for (const eventId of ids) {
+      const stored = (await repo.get(eventId))!;
+      expect(stored.event.state).toBe("DELIVERED");
+      expect(stored.attempts).toHaveLength(1);
     }
   });
 });
