@@ -14,14 +14,13 @@ export interface PgProxy {
   /**
    * Swallow the reply to the next statement whose bytes contain `marker`
    * (once it has run: up to its ReadyForQuery), then drop the connection.
-   * `from`: start swallowing at the first statement after that, on the
-   * same connection, whose bytes contain it (a transaction's "commit");
-   * `until`: swallow up to the ReadyForQuery that follows a reply
-   * containing it ("COMMIT\0", the tag of COMMIT's CommandComplete);
+   * `at`: instead, let that connection's replies through up to the first
+   * CommandComplete whose tag starts with it ("COMMIT": the marked
+   * statement's transaction committed), and lose that one and the rest;
    * `reset`: drop the connection with a TCP reset (the client's socket
    * errors, ECONNRESET) rather than a close.
    */
-  loseReplyTo(marker: string, options?: { from?: string; until?: string; reset?: boolean }): void;
+  loseReplyTo(marker: string, options?: { at?: string; reset?: boolean }): void;
   /** Replies swallowed so far. */
   lost(): number;
   /** While on: every connection is dropped, the open ones at once and new ones as they come. */
@@ -32,7 +31,7 @@ export interface PgProxy {
 export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
   const target = new URL(targetUrl);
   let marker: Buffer | undefined;
-  let options: { from?: Buffer | undefined; until?: Buffer | undefined; reset?: boolean } = {};
+  let options: { at?: string; reset?: boolean } = {};
   let lost = 0;
   let refusing = false;
   const sockets = new Set<Socket>();
@@ -49,12 +48,10 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
     const upstream = new Socket();
     track(upstream);
     let swallowing = false;
-    /** The marker was seen here: swallowing starts at the statement holding `from`. */
-    let from: Buffer | undefined;
-    /** The reply to wait for before the next ReadyForQuery, and what came so far. */
-    let waitFor: Buffer | undefined;
+    /** The marker was seen here: replies pass until the CommandComplete tagged `at` (parsed from `pending`). */
+    let at: string | undefined;
+    let pending = Buffer.alloc(0);
     let reset = false;
-    let seen = Buffer.alloc(0);
     const end = () => {
       if (reset && !client.destroyed) client.resetAndDestroy();
       else client.destroy();
@@ -66,28 +63,39 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
       client.on("data", (chunk: Buffer) => {
         if (marker !== undefined && chunk.includes(marker)) {
           marker = undefined;
-          from = options.from;
-          waitFor = options.until;
+          at = options.at;
           reset = options.reset === true;
-          swallowing = from === undefined;
-        } else if (from !== undefined && chunk.includes(from)) {
-          from = undefined;
-          swallowing = true;
+          swallowing = at === undefined;
         }
         upstream.write(chunk);
       });
     });
     upstream.on("data", (chunk: Buffer) => {
+      if (at !== undefined) {
+        // Message by message: type (1 byte), length (4, itself included), body.
+        pending = Buffer.concat([pending, chunk]);
+        let passed = 0;
+        while (pending.length - passed >= 5) {
+          const size = 1 + pending.readUInt32BE(passed + 1);
+          if (pending.length - passed < size) break;
+          const isTagged =
+            pending[passed] === 0x43 &&
+            pending.toString("utf8", passed + 5, passed + size - 1).startsWith(at);
+          if (isTagged) {
+            client.write(pending.subarray(0, passed));
+            lost++;
+            end();
+            return;
+          }
+          passed += size;
+        }
+        client.write(pending.subarray(0, passed));
+        pending = pending.subarray(passed);
+        return;
+      }
       if (!swallowing) {
         client.write(chunk);
         return;
-      }
-      if (waitFor !== undefined) {
-        seen = Buffer.concat([seen, chunk]);
-        const at = seen.indexOf(waitFor);
-        if (at < 0) return;
-        chunk = seen.subarray(at);
-        waitFor = undefined;
       }
       if (chunk.includes(READY_FOR_QUERY)) {
         lost++;
@@ -103,8 +111,7 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
     url: url.toString(),
     loseReplyTo(m, o = {}) {
       marker = Buffer.from(m, "utf8");
-      const bytes = (x: string | undefined) => (x === undefined ? undefined : Buffer.from(x, "utf8"));
-      options = { from: bytes(o.from), until: bytes(o.until), reset: o.reset === true };
+      options = o;
     },
     lost: () => lost,
     refuse(on) {

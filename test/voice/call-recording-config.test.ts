@@ -419,9 +419,11 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
       // The plan handed to the engine, and when: after the row is there.
       const started: { row: CallRow; plan: CallPlan | undefined; visible: boolean }[] = [];
       const engine: CallStarter = {
+        registeredId: () => Promise.resolve("engine-test"),
         start: (r, plan) => {
           started.push({ row: r, plan, visible: false });
         },
+        inDoubt: () => {},
       };
       const incoming = new IncomingCalls({
         db: database.db,
@@ -558,6 +560,8 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
         numbers: numberingDomains(database.db, scheduler.clock, { numberQuarantineSeconds: 0 }).instances,
         clock: scheduler.clock,
         engine: {
+          registeredId: () => Promise.resolve("engine-test"),
+          inDoubt: () => {},
           start: (r, plan) => {
             plans.push(plan);
             // On PGlite a query from inside the transaction would deadlock; the

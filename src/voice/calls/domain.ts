@@ -57,6 +57,7 @@ import {
   type PostProcessingValue,
   type StoredCallRecording,
 } from "../../db/schema/index.js";
+import { transientDatabaseError } from "../../db/transient.js";
 import { changeWithWebhook } from "../../events/outbox.js";
 import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
@@ -73,15 +74,15 @@ import { callJson } from "./proto.js";
  * URIs a JSON array.
  */
 const INSERT_CALL = `insert into calls (id, project_id, "to", "from", labels, state, direction, transport,
-    create_method, handler_uris, state_update_uri, timeout_seconds, recording, create_time)
+    create_method, handler_uris, state_update_uri, timeout_seconds, recording, create_time, engine_id)
   values ($1, $2, $3, $4, $5::text::jsonb, 'QUEUED', 'OUTGOING', 'PSTN', 'API',
-    array(select json_array_elements_text($6::text::json)), $7, $8, $9::text::jsonb, $10::timestamptz)`;
+    array(select json_array_elements_text($6::text::json)), $7, $8, $9::text::jsonb, $10::timestamptz, $11)`;
 
 /** INSERT_CALL with its QUEUED state update to state_update_uri ($7), in the same statement (outbox.ts). */
 const INSERT_CALL_WITH_UPDATE = `with c as (${INSERT_CALL} returning id)
   insert into webhook_events (id, project_id, event_type, ordering_key, uris, body, state, attempt_count,
     next_attempt_time, create_time, call_id)
-  select $11, $2, 'CALL_STATE_UPDATE', $12, array[$7::text], $13, 'PENDING', 0, $10::timestamptz,
+  select $12, $2, 'CALL_STATE_UPDATE', $13, array[$7::text], $14, 'PENDING', 0, $10::timestamptz,
     $10::timestamptz, c.id
   from c`;
 
@@ -100,7 +101,6 @@ const CALL_DEFAULTS = {
   originatingCallId: null,
   parentCallId: null,
   bridged: false,
-  engineId: null,
   priceCurrency: null,
   priceUnits: null,
   priceNanos: null,
@@ -272,7 +272,12 @@ export function callViolations(input: CallInput): FieldViolation[] {
 
 /** Where created calls go: the engine. */
 export interface CallStarter {
+  /** The engine's id, registered: stamped on a call by its insert (liveness.ts). */
+  registeredId(): Promise<string>;
+  /** Starts driving a call whose create committed. */
   start(call: CallRow, plan?: CallPlan): void;
+  /** A call whose create failed after it may have committed: never started, ended soon if it exists. */
+  inDoubt(callId: string): void;
 }
 
 /** How the engine connects an incoming call: call control (default) or a bridge to a PSTN number. */
@@ -315,6 +320,7 @@ export class CallsDomain {
     const incapable = owner && capabilityRefusal(owner, input.from, "VOICE", "call.from");
     if (incapable !== undefined) throw incapable;
     const o = input.options!;
+    const engineId = await this.engine.registeredId();
     const now = this.clock.now();
     // Every column given: the row is what the database stores, so the state
     // update's body is made from it and written by the insert's statement.
@@ -334,7 +340,21 @@ export class CallsDomain {
       timeoutSeconds: o.timeoutSeconds === 0 ? DEFAULT_TIMEOUT_SECONDS : o.timeoutSeconds,
       recording: callRecordingSettings(o.recording),
       createTime: now,
+      engineId,
     };
+    try {
+      return await this.insert(inserted);
+    } catch (err) {
+      // The connection failed on the way: the call may have committed. It
+      // is not started (the caller is told UNAVAILABLE), so it is ended.
+      if (transientDatabaseError(err) === "unavailable") this.engine.inDoubt(inserted.id);
+      throw err;
+    }
+  }
+
+  /** Inserts the call (its QUEUED state update, its admission) and, once committed, starts it. */
+  private async insert(inserted: CallRow): Promise<CallRow> {
+    const { projectId, createTime: now } = inserted;
     const client = directClientOf(this.db);
     if (client !== undefined && !hasCreateToRecord()) {
       // No Idempotency-Key to record: the same transaction on the client
@@ -351,6 +371,7 @@ export class CallsDomain {
         inserted.timeoutSeconds,
         inserted.recording === null ? null : JSON.stringify(inserted.recording),
         now.toISOString(),
+        inserted.engineId,
       ];
       const text = inserted.stateUpdateUri === "" ? INSERT_CALL : INSERT_CALL_WITH_UPDATE;
       if (text === INSERT_CALL_WITH_UPDATE) {

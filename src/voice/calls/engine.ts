@@ -34,14 +34,17 @@
  * party hanging up ends the call COMPLETED. Price: at the end, from the
  * rate table (rates.ts) by `to`. Time comes only from the scheduler.
  *
- * Calls are driven by the process that created them; a process that
- * crashes leaves its calls in flight as they were (see README, Calls).
+ * Calls are driven by the process that created them; the calls of a
+ * process that dies are ended by the others (liveness.ts). A write that
+ * fails on the way (the connection, the server) is sent again until it
+ * answers, so that no transition is lost to a short outage.
  */
 import { newResourceId } from "../../api/ids.js";
 import type { Db } from "../../db/client.js";
 import { type CallRow, type CallStateValue, calls } from "../../db/schema/index.js";
+import { retryWhileTransient } from "../../db/transient.js";
 import type { DeliveryOptions } from "../../events/delivery.js";
-import { enqueueWebhook } from "../../events/outbox.js";
+import { enqueueWebhook, type WebhookToEnqueue } from "../../events/outbox.js";
 import type { Logger } from "../../log.js";
 import type { NumberDirectory } from "../../messaging/messages/incoming.js";
 import { observeCallStarted } from "../../observability/calls.js";
@@ -112,6 +115,7 @@ export class CallEngine {
       log: options.log,
       recordings: options.recordings,
       heartbeatSeconds: options.heartbeatSeconds ?? 10,
+      callTime: () => options.scheduler.now(),
       ...(options.kick === undefined ? {} : { kick: options.kick }),
     });
   }
@@ -119,6 +123,17 @@ export class CallEngine {
   /** Registers the engine, ends the calls of dead engines, and heartbeats from now on. */
   begin(): Promise<void> {
     return this.liveness.start();
+  }
+
+  /** This engine's id, once registered: what a call's insert stamps on it (liveness.ts). */
+  async registeredId(): Promise<string> {
+    await this.liveness.register();
+    return this.id;
+  }
+
+  /** A created call that will not be started (its create's outcome is unknown): ended soon (liveness.ts). */
+  inDoubt(callId: string): void {
+    this.liveness.inDoubt(callId);
   }
 
   /** Starts driving a created call (QUEUED outgoing, RINGING incoming); never throws. */
@@ -151,18 +166,12 @@ export class CallEngine {
 
   private async run(call: ActiveCall, plan: CallPlan): Promise<void> {
     const carrier = this.options.carrier;
-    // The call's first write names the engine driving it (liveness.ts); a
-    // child's insert did. An outgoing call's is its STARTING transition.
-    if (call.role !== "child") await this.liveness.register();
-    if (call.role === "incoming" || call.role === "trunk") await call.persist({ engineId: this.id });
+    // The call's insert named the engine driving it (liveness.ts).
     const row = call.row;
     switch (call.role) {
       case "outgoing":
       case "child": {
-        await call.transition("STARTING", {
-          startTime: call.now,
-          ...(call.role === "outgoing" ? { engineId: this.id } : {}),
-        });
+        await call.transition("STARTING", { startTime: call.now });
         if (call.terminal) return;
         const onAnswer = () => {
           if (call.role === "outgoing")
@@ -301,26 +310,37 @@ export class CallEngine {
    * state update, in one statement (so one transaction). The update's body
    * is `row`, the call as it is after the write: the engine is the only
    * writer of a call it drives (liveness.ts ends only calls of dead
-   * engines, and then this write changes nothing).
+   * engines and calls never started, and then this write changes nothing).
+   * A write that failed transiently is sent again, the same (writes.ts
+   * makes a repeat harmless), with a growing wait, until it answers or the
+   * engine stops; the call's later writes wait for it (they are queued).
    */
   async write(row: CallRow, patch: Patch): Promise<void> {
     const enqueue = patch.state !== undefined && row.stateUpdateUri !== "";
-    const enqueued = await writeTransition(
-      this.options.db,
-      row,
-      patch,
-      enqueue
-        ? {
-            id: newResourceId(),
-            projectId: row.projectId,
-            eventType: "CALL_STATE_UPDATE",
-            uris: [row.stateUpdateUri],
-            body: callJson(row),
-            orderingKey: callName(row),
-            now: this.options.scheduler.now(),
-          }
-        : undefined,
+    const event: (WebhookToEnqueue & { id: string }) | undefined = enqueue
+      ? {
+          id: newResourceId(),
+          projectId: row.projectId,
+          eventType: "CALL_STATE_UPDATE",
+          uris: [row.stateUpdateUri],
+          body: callJson(row),
+          orderingKey: callName(row),
+          now: this.options.scheduler.now(),
+        }
+      : undefined;
+    let repeated = false;
+    const enqueued = await retryWhileTransient(
+      (n) => {
+        repeated = n > 0;
+        return writeTransition(this.options.db, row, patch, event);
+      },
+      {
+        keepGoing: () => !this.stopped,
+        onRetry: (err, retryInMs) =>
+          this.options.log.warn({ err, call: callName(row), retryInMs }, "call write failed; retrying"),
+      },
     );
-    if (enqueued) this.options.kick?.();
+    // A repeat finds the state update enqueued by the try whose reply was lost.
+    if (enqueued || (enqueue && repeated)) this.options.kick?.();
   }
 }

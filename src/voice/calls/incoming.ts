@@ -62,6 +62,7 @@ import {
   calls,
   type RecordingTriggerValue,
 } from "../../db/schema/index.js";
+import { transientDatabaseError } from "../../db/transient.js";
 import type { NumberDirectory } from "../../messaging/messages/incoming.js";
 import { parseE164 } from "../../messaging/unsubscribers/domain.js";
 import { capabilityRefusal } from "../../numbering/capabilities.js";
@@ -259,25 +260,36 @@ export class IncomingCalls {
     plan: CallPlan = { kind: "control" },
     admit?: (tx: Tx) => Promise<void>,
   ): Promise<CallRow> {
-    const row =
-      admit === undefined
-        ? await this.insert(this.deps.db, call)
-        : await this.deps.db.transaction(async (tx) => {
-            await admit(tx);
-            return this.insert(tx, call);
-          });
+    const id = newResourceId();
+    const engineId = await this.deps.engine.registeredId();
+    let row: CallRow;
+    try {
+      row =
+        admit === undefined
+          ? await this.insert(this.deps.db, id, engineId, call)
+          : await this.deps.db.transaction(async (tx) => {
+              await admit(tx);
+              return this.insert(tx, id, engineId, call);
+            });
+    } catch (err) {
+      // The connection failed on the way: the call may have committed. The
+      // caller is refused, so the call, if it is there, is ended.
+      if (transientDatabaseError(err) === "unavailable") this.deps.engine.inDoubt(id);
+      throw err;
+    }
     // Only after the commit: the engine must see (and may update) the row.
     this.deps.engine.start(row, plan);
     return row;
   }
 
-  private async insert(db: DbOrTx, call: NewIncomingCall): Promise<CallRow> {
+  private async insert(db: DbOrTx, id: string, engineId: string, call: NewIncomingCall): Promise<CallRow> {
     const now = this.deps.clock.now();
     const [row] = (await db
       .insert(calls)
       .values({
-        id: newResourceId(),
+        id,
         ...call,
+        engineId,
         labels: {},
         state: "RINGING",
         direction: "INCOMING",

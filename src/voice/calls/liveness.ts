@@ -1,24 +1,32 @@
 /**
- * Calls whose process died. A call is driven by the engine (process) that
- * started it, and its media lives in that process's carrier: when the
+ * Calls no process drives. A call is driven by the engine (process) that
+ * created it, and its media lives in that process's carrier: when the
  * process dies, the call is gone from the network too. So that such calls
- * do not stay RINGING or IN_PROGRESS for ever, every engine
+ * do not stay QUEUED, RINGING or IN_PROGRESS for ever, every engine
  *
  * - registers in `call_engines` (its id, heartbeat_time in wall-clock time:
- *   liveness is about processes, not call time) and stamps its id on every
- *   call it drives (`calls.engine_id`, the call's first write);
- * - heartbeats every ENGINE_HEARTBEAT_SECONDS;
+ *   liveness is about processes, not call time) before it creates a call,
+ *   and stamps its id on every call it creates (`calls.engine_id`, in the
+ *   create's own insert);
+ * - heartbeats every ENGINE_HEARTBEAT_SECONDS (registering again if its row
+ *   was swept while the database was out of reach);
  * - sweeps, at start and on every heartbeat: a call not ended whose engine
  *   has not heartbeaten for 3 intervals (or is not registered any more)
- *   ends FAILED with error_code ENGINE_LOST — end_time the sweep's time,
+ *   ends FAILED with error_code ENGINE_LOST — end_time the sweep's call time,
  *   its state update enqueued in the same transaction — and its PENDING
  *   recordings end FAILED TIMEOUT (their audio was in the dead process).
  *   Stale engine rows are then deleted.
- * A call created but never started (the process died between the create's
- * commit and the engine's first write) has no engine_id and is left as it
- * is (QUEUED).
+ *
+ * A live engine can lose a call too: a create whose transaction may have
+ * committed although its reply never came (the connection was lost) was
+ * answered UNAVAILABLE and never started. Its id is handed to
+ * `inDoubt()`; the engine ends it the same way (FAILED ENGINE_LOST, when
+ * it exists and is not ended) about a second later, trying again (1 s
+ * doubling to 30 s, and at heartbeats) until the database answers. It is
+ * not placed late: the client was told the create failed, and may have
+ * created another.
  */
-import { and, eq, gte, inArray, isNotNull, lt, notInArray } from "drizzle-orm";
+import { and, eq, gte, inArray, isNotNull, lt, notInArray, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
 import { type CallRow, callEngines, calls, recordings } from "../../db/schema/index.js";
 import { enqueueWebhook } from "../../events/outbox.js";
@@ -32,6 +40,13 @@ export const ENGINE_LOST = "ENGINE_LOST";
 
 const TERMINAL = ["COMPLETED", "FAILED", "NOT_ANSWERED", "BUSY", "REJECTED"] as const;
 
+const LOST_MESSAGE = "The service process driving the call stopped";
+const IN_DOUBT_MESSAGE = "The call's creation did not complete; it was not placed";
+
+/** How soon a call in doubt is ended (ms), doubling while the database does not answer, up to the max. */
+const IN_DOUBT_FIRST_MS = 1_000;
+const IN_DOUBT_MAX_MS = 30_000;
+
 export interface LivenessOptions {
   db: Db;
   log: Logger;
@@ -40,6 +55,11 @@ export interface LivenessOptions {
   heartbeatSeconds: number;
   /** Wall-clock time (tests pass their own). */
   now?: () => Date;
+  /**
+   * Call time (the engine's scheduler): the end_time of the calls a sweep
+   * ends, and their state updates' time. Wall-clock time when absent.
+   */
+  callTime?: () => Date;
   kick?: () => void;
 }
 
@@ -48,22 +68,26 @@ export class EngineLiveness {
   private registered: Promise<void> | undefined;
   private stopped = false;
   private readonly now: () => Date;
+  private readonly callTime: () => Date;
+  /** Calls this engine created but never started (their create's outcome unknown). */
+  private readonly inDoubtIds = new Set<string>();
+  private inDoubtTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly engineId: string,
     private readonly options: LivenessOptions,
   ) {
     this.now = options.now ?? (() => new Date());
+    this.callTime = options.callTime ?? this.now;
   }
 
-  /** Registers the engine and starts heartbeating (once; later calls return the same promise). */
+  /**
+   * Registers the engine and starts heartbeating (once; later calls return
+   * the same promise, or try again after a failure).
+   */
   register(): Promise<void> {
     this.registered ??= (async () => {
-      const now = this.now();
-      await this.options.db
-        .insert(callEngines)
-        .values({ id: this.engineId, startTime: now, heartbeatTime: now })
-        .onConflictDoUpdate({ target: callEngines.id, set: { heartbeatTime: now } });
+      await this.upsert();
       if (this.options.heartbeatSeconds > 0 && !this.stopped) {
         this.timer = setInterval(() => {
           this.beat().then(
@@ -76,8 +100,42 @@ export class EngineLiveness {
         }, this.options.heartbeatSeconds * 1000);
         this.timer.unref();
       }
-    })();
+    })().catch((err: unknown) => {
+      this.registered = undefined;
+      throw err;
+    });
     return this.registered;
+  }
+
+  /** The engine's row, now its heartbeat: inserted again if a sweep deleted it. */
+  private async upsert(): Promise<void> {
+    const now = this.now();
+    await this.options.db
+      .insert(callEngines)
+      .values({ id: this.engineId, startTime: now, heartbeatTime: now })
+      .onConflictDoUpdate({ target: callEngines.id, set: { heartbeatTime: now } });
+  }
+
+  /**
+   * A call this engine created and will not start: its create failed
+   * after it may have committed. It is ended (if it exists) soon.
+   */
+  inDoubt(callId: string): void {
+    this.inDoubtIds.add(callId);
+    this.sweepInDoubt(IN_DOUBT_FIRST_MS);
+  }
+
+  private sweepInDoubt(delayMs: number): void {
+    if (this.inDoubtTimer !== undefined || this.stopped) return;
+    this.inDoubtTimer = setTimeout(() => {
+      this.inDoubtTimer = undefined;
+      if (this.inDoubtIds.size === 0) return;
+      this.sweep().catch((err) => {
+        this.options.log.warn({ err }, "could not end the calls whose create is in doubt");
+        this.sweepInDoubt(Math.min(IN_DOUBT_MAX_MS, delayMs * 2));
+      });
+    }, delayMs);
+    this.inDoubtTimer.unref();
   }
 
   /** Registers (heartbeating from then on) and ends the calls of dead engines. */
@@ -88,10 +146,7 @@ export class EngineLiveness {
 
   async beat(): Promise<void> {
     await this.register();
-    await this.options.db
-      .update(callEngines)
-      .set({ heartbeatTime: this.now() })
-      .where(eq(callEngines.id, this.engineId));
+    await this.upsert();
     await this.sweep();
   }
 
@@ -100,6 +155,10 @@ export class EngineLiveness {
     this.stopped = true;
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
+    if (this.inDoubtTimer !== undefined) clearTimeout(this.inDoubtTimer);
+    this.inDoubtTimer = undefined;
+    // Calls still in doubt keep this engine's id: once its row is gone, any
+    // engine's sweep ends them.
     if (this.registered === undefined) return;
     await this.registered.catch(() => {});
     try {
@@ -110,9 +169,11 @@ export class EngineLiveness {
     }
   }
 
-  /** Ends the calls of dead engines; returns them. */
+  /** Ends the calls of dead engines, and this engine's calls in doubt; returns them. */
   async sweep(): Promise<CallRow[]> {
     const now = this.now();
+    const at = this.callTime();
+    const inDoubt = [...this.inDoubtIds];
     // Without heartbeats (0) only an unregistered engine is dead. Replicas share the setting.
     const cutoff =
       this.options.heartbeatSeconds > 0
@@ -131,14 +192,21 @@ export class EngineLiveness {
         .set({
           state: "FAILED",
           errorCode: ENGINE_LOST,
-          errorMessage: "The service process driving the call stopped",
-          endTime: now,
+          // This engine's own calls are matched only when in doubt.
+          errorMessage: sql`case when ${calls.engineId} = ${this.engineId} then ${IN_DOUBT_MESSAGE} else ${LOST_MESSAGE} end`,
+          endTime: at,
         })
         .where(
           and(
             isNotNull(calls.engineId),
             notInArray(calls.state, [...TERMINAL]),
-            liveIds.length === 0 ? undefined : notInArray(calls.engineId, liveIds),
+            or(
+              // No engine alive: every engine's calls are lost.
+              liveIds.length === 0 ? sql`true` : notInArray(calls.engineId, liveIds),
+              inDoubt.length === 0
+                ? undefined
+                : and(eq(calls.engineId, this.engineId), inArray(calls.id, inDoubt)),
+            ),
           ),
         )
         .returning();
@@ -150,12 +218,13 @@ export class EngineLiveness {
           uris: [row.stateUpdateUri],
           body: callJson(row),
           orderingKey: callName(row),
-          now,
+          now: at,
         });
       }
       await tx.delete(callEngines).where(lt(callEngines.heartbeatTime, cutoff));
       return rows;
     });
+    for (const id of inDoubt) this.inDoubtIds.delete(id);
     if (ended.length === 0) return ended;
     this.options.log.warn({ calls: ended.map(callName) }, "ended calls whose engine stopped");
     const pending = await db

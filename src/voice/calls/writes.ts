@@ -8,8 +8,10 @@
  * CALL_STATE_UPDATE is inserted into the outbox from that update's RETURNING
  * (so only when the update happened). Patches are scalar columns only (the
  * engine's own: states, times, error, price, engine_id, bridged); the text
- * depends on which columns a patch sets, a handful of shapes. The signing
- * key read before every call-control request is one too.
+ * depends on which columns a patch sets, a handful of shapes. A statement
+ * may be sent again after its reply was lost (engine.ts): the update sets
+ * the same values, and the state update, under the same id, is inserted
+ * once. The signing key read before every call-control request is one too.
  */
 import { getTableColumns } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
@@ -49,7 +51,7 @@ function textOf(keys: readonly string[], enqueue: boolean): string {
         (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id)
         select ${p(1)}::text, ${p(2)}::text, ${p(3)}::text, ${p(4)}::text, array[${p(5)}::text], ${p(6)}::text,
           'PENDING', 0, ${p(7)}::timestamptz, ${p(7)}::timestamptz, ${id}::text
-        from changed returning id)
+        from changed on conflict (id) do nothing returning id)
       select id from e`;
   }
   texts.set(signature, text);

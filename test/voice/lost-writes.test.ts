@@ -1,0 +1,194 @@
+/**
+ * A call's writes when the connection to the database fails on the way:
+ *
+ * - CreateCall whose transaction committed but whose reply never came is
+ *   UNAVAILABLE to the client, and the call is never placed: the engine
+ *   that created it (its id is on the row from the insert) ends it FAILED
+ *   ENGINE_LOST about a second later, its state update sent.
+ * - So is an incoming call whose insert's reply was lost (the caller is
+ *   refused).
+ * - A transition whose statement failed (the database out of reach) or
+ *   whose reply was lost is sent again until it answers: the call still
+ *   ends in the database, and each state update is sent once.
+ *
+ * Real parts: the app (build()) on a loopback port, PostgreSQL behind a TCP
+ * proxy that loses a reply or drops connections on the test's word
+ * (test/support/pg-proxy.ts), real receivers. The rows are read on a
+ * connection of their own, not through the proxy. PostgreSQL only.
+ */
+import { randomBytes } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { eq, sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Call_State } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import { SimulatorAdmin } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import { type Database, openPostgres } from "../../src/db/client.js";
+import { calls } from "../../src/db/schema/index.js";
+import { ENGINE_LOST } from "../../src/voice/calls/liveness.js";
+import { captureLog } from "../observability/support.js";
+import { callHarness, keyOf, sleep, xml } from "../support/calls.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
+import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
+
+const postgresBackend = testDatabases().find((b) => b.name === "postgres");
+
+describe.runIf(postgresBackend)("a call's writes over a failing connection", () => {
+  const direct = useTestDatabase(postgresBackend!);
+  let proxy: PgProxy;
+  let proxied: Database;
+  beforeAll(async () => {
+    proxy = await startPgProxy(direct.url!);
+    proxied = openPostgres(proxy.url);
+  });
+  afterAll(async () => {
+    proxy?.refuse(false);
+    await proxied?.close();
+    await proxy?.close();
+  });
+  const log = captureLog("warn");
+  const harness = callHarness(
+    {
+      get db() {
+        return proxied.db;
+      },
+    },
+    { log: log.logger },
+  );
+  const { owner, route, serve, states, handler, scheduler } = harness;
+
+  /** The call's row, read directly. */
+  const rowOf = async (id: string) => (await direct.db.select().from(calls).where(eq(calls.id, id)))[0];
+
+  /** Waits (real time, up to 10 s) for `check` to hold. */
+  async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
+    let value = await read();
+    for (let i = 0; i < 200 && !check(value); i++) {
+      await sleep(50);
+      value = await read();
+    }
+    return value;
+  }
+
+  /** Creates a call marked by the label `mark` (a bound parameter of the create: the proxy can find it). */
+  const create = (project: string, from: string, to: string, mark: string) =>
+    harness.connect.createCall({
+      parent: project,
+      call: {
+        to,
+        from,
+        labels: { mark },
+        options: { handlerUris: [`${handler.base}/start`], stateUpdateUri: `${states.base}/state` },
+      },
+    });
+
+  it("a create whose commit reply was lost is UNAVAILABLE, and the call is ended, never placed", async () => {
+    const { project, from } = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 5 });
+    serve({ "/start": xml("<Say>hello</Say>") });
+    const mark = `in-doubt-${randomBytes(4).toString("hex")}`;
+    const lostBefore = proxy.lost();
+    // The reply to the create's COMMIT is lost (the commit happened).
+    proxy.loseReplyTo(mark, { at: "COMMIT" });
+    const err = await create(project, from, to, mark).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.Unavailable);
+    expect(proxy.lost()).toBe(lostBefore + 1);
+
+    // It committed, named by the engine that created it...
+    const [row] = await direct.db.select().from(calls).where(sql`${calls.labels}->>'mark' = ${mark}`);
+    expect(row?.engineId).toBe(harness.app.engine.id);
+    // ...which ends it rather than place it late.
+    const ended = await eventually(
+      () => rowOf(row!.id),
+      (r) => r?.state === "FAILED",
+    );
+    expect(ended).toMatchObject({
+      state: "FAILED",
+      errorCode: ENGINE_LOST,
+      errorMessage: "The call's creation did not complete; it was not placed",
+      startTime: null,
+    });
+    const updates = await harness.stateUpdates(2, await keyOf(direct.db, project), `${states.base}/state`);
+    expect(updates.map((u) => u.state)).toEqual([Call_State.QUEUED, Call_State.FAILED]);
+    expect(updates[1]?.errorCode).toBe(ENGINE_LOST);
+    await scheduler.advance(10);
+    expect(handler.requests).toHaveLength(0);
+    expect((await rowOf(row!.id))?.state).toBe("FAILED");
+  });
+
+  it("a transition that failed on the way is sent again until it answers, its state update sent once", async () => {
+    const { project, from } = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 5 });
+    serve({ "/start": xml('<Wait Seconds="600"/>') });
+    const lostBefore = proxy.lost();
+    // The reply to the RINGING transition (its state update's body is a bound parameter) is lost.
+    proxy.loseReplyTo('"state":"RINGING"');
+    const call = await create(project, from, to, "transitions");
+    const id = call.name.split("/")[3]!;
+    let row = await rowOf(id);
+    for (let i = 0; i < 200 && row?.state !== "IN_PROGRESS"; i++) {
+      await scheduler.advance(0.5);
+      await sleep(5);
+      row = await rowOf(id);
+    }
+    expect(row?.state).toBe("IN_PROGRESS");
+    expect(proxy.lost()).toBe(lostBefore + 1);
+
+    // The database goes out of reach as the remote party hangs up.
+    proxy.refuse(true);
+    await scheduler.advance(6);
+    await sleep(300);
+    expect((await rowOf(id))?.state).toBe("IN_PROGRESS");
+    proxy.refuse(false);
+    const ended = await eventually(
+      () => rowOf(id),
+      (r) => r?.state === "COMPLETED",
+    );
+    expect(ended?.state).toBe("COMPLETED");
+    expect(ended?.endTime).not.toBeNull();
+
+    // Sent again, and never given up on: the repeat of the statement whose reply was lost did not fail.
+    const writes = log.lines.filter((l) => l.call === call.name && String(l.msg).startsWith("call write"));
+    expect(writes.length).toBeGreaterThan(0);
+    expect(writes.map((l) => l.msg)).toEqual(writes.map(() => "call write failed; retrying"));
+
+    const updates = await harness.stateUpdates(5, await keyOf(direct.db, project), `${states.base}/state`);
+    expect(updates.map((u) => u.state)).toEqual([
+      Call_State.QUEUED,
+      Call_State.STARTING,
+      Call_State.RINGING,
+      Call_State.IN_PROGRESS,
+      Call_State.COMPLETED,
+    ]);
+  });
+
+  it("an incoming call whose insert reply was lost is refused, and the call is ended, never answered", async () => {
+    const { number } = await harness.single([`${handler.base}/start`]);
+    serve({ "/start": xml("<Say>hello</Say>") });
+    // A caller of this test's own: its number is a bound parameter of the insert.
+    const caller = `+6149157${String(1000 + Math.floor(Math.random() * 9000))}`;
+    const lostBefore = proxy.lost();
+    proxy.loseReplyTo(caller, { at: "INSERT" });
+    const err = await harness
+      .client(SimulatorAdmin)
+      .injectIncomingCall({ to: number, from: caller })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+    expect(err?.code).toBe(Code.Unavailable);
+    expect(proxy.lost()).toBe(lostBefore + 1);
+
+    const [row] = await direct.db.select().from(calls).where(eq(calls.from, caller));
+    expect(row?.engineId).toBe(harness.app.engine.id);
+    const ended = await eventually(
+      () => rowOf(row!.id),
+      (r) => r?.state === "FAILED",
+    );
+    expect(ended).toMatchObject({ state: "FAILED", errorCode: ENGINE_LOST, answerTime: null });
+    await scheduler.advance(5);
+    expect(handler.requests).toHaveLength(0);
+  });
+});
