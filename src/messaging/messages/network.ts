@@ -18,13 +18,15 @@
  *
  * Every change is a conditional update (only from the expected status), so
  * a change never overwrites a later one and two processes driving the same
- * message never both post a status. In-flight messages live in this
+ * message never both post a status. A change that fails on the way is made
+ * again until the database answers (see `change`). In-flight messages live in this
  * process's timers; `resume()` (run at start) takes over the messages a
  * stopped process left QUEUED, SENDING or SENT, from where they were: a
  * SENT message ends when its route says, counted from its `send_time`.
  */
 import type { Db } from "../../db/client.js";
 import type { MessageRow, MessageStatusValue } from "../../db/schema/index.js";
+import { retryWhileTransient } from "../../db/transient.js";
 import type { Logger } from "../../log.js";
 import type { Scheduler } from "../../telephony/scheduler.js";
 import type { Route, RouteSource } from "../../telephony/simulator/routes.js";
@@ -161,8 +163,40 @@ export class SimulatedMessageNetwork implements MessageNetwork {
     );
   }
 
-  /** Moves `message` from `from` to the change, with its status update; undefined when it was not in `from`. */
-  private async change(
+  /**
+   * Moves `message` from `from` to the change, with its status update;
+   * undefined when it was not in `from`. A change that fails on the way
+   * (the connection, the server) is made again, 50 ms doubling to 5 s
+   * apart, until it answers or the network stops: a repeat that finds the
+   * message already changed so (the first try committed, its reply lost)
+   * goes on from there, its status update enqueued once.
+   */
+  private change(
+    message: MessageRow,
+    from: readonly MessageStatusValue[],
+    change: StatusChange,
+  ): Promise<MessageRow | undefined> {
+    return retryWhileTransient(
+      async (n) => {
+        const changed = await this.changeOnce(message, from, change);
+        if (changed !== undefined || n === 0) return changed;
+        const current = await new MessagesRepository(this.deps.db).find(message.projectId, message.id);
+        if (current?.status !== change.status) return undefined;
+        this.deps.kickWebhooks?.();
+        return current;
+      },
+      {
+        keepGoing: () => !this.stopped,
+        onRetry: (err, retryInMs) =>
+          this.deps.log.warn(
+            { err, message: message.id, status: change.status, retryInMs },
+            "message state change failed; retrying",
+          ),
+      },
+    );
+  }
+
+  private async changeOnce(
     message: MessageRow,
     from: readonly MessageStatusValue[],
     change: StatusChange,
