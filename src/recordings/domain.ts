@@ -47,6 +47,7 @@ import type {
   RecordingStateValue,
   RenditionRow,
 } from "../db/schema/index.js";
+import { retryWhileTransient } from "../db/transient.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
 import { recordingProcessingDuration, recordingsProcessedTotal } from "../observability/metrics.js";
@@ -60,6 +61,9 @@ import { type AudioProcessor, defaultProcessor, type ProcessedAudio } from "./pr
 import { RecordingSchema, recordingToProto } from "./proto.js";
 import { RecordingsRepository } from "./repository.js";
 import { transcriptionAudio } from "./transcription-audio.js";
+
+/** How long a recording's end is tried again while the database fails on the way (ms). */
+const FINISH_RETRY_MS = 60_000;
 
 export const RESOURCE_TYPE = "voice.api.enfonica.com/Recording";
 
@@ -367,7 +371,13 @@ export class RecordingsDomain {
   }
 
   private async pending(id: string): Promise<RecordingRow> {
-    const row = await this.repository.findById(id);
+    // Read again while the database fails on the way (a recording's end must not be dropped).
+    const deadline = Date.now() + FINISH_RETRY_MS;
+    const row = await retryWhileTransient(() => this.repository.findById(id), {
+      keepGoing: () => Date.now() < deadline,
+      onRetry: (err, retryInMs) =>
+        this.options.log.warn({ err, recording: id, retryInMs }, "could not read a recording; retrying"),
+    });
     if (row === undefined) throw notFound(RESOURCE_TYPE, `recordings/${id}`);
     if (row.state !== "PENDING") {
       throw failedPrecondition("RECORDING_NOT_PENDING", `${recordingName(row)} is already ${row.state}`, {
@@ -414,29 +424,54 @@ export class RecordingsDomain {
   ): Promise<Recording> {
     const now = this.options.clock.now();
     const renditions = outcome.renditions ?? [];
-    const finished = await this.options.db.transaction(async (tx) => {
-      const row = await new RecordingsRepository(tx).finish(id, {
-        state: outcome.state,
-        ...(outcome.channelCount === undefined ? {} : { channelCount: outcome.channelCount }),
-        durationMs: outcome.durationMs ?? null,
-        errorCode: outcome.errorCode ?? null,
-        renditions,
-        startTime: outcome.startTime ?? null,
-        completeTime: now,
-      });
-      if (row === undefined) return undefined;
-      const recording = toRecording(row);
-      if (recording.readyUri !== "") {
-        await enqueueWebhook(tx, {
-          projectId: recording.projectId,
-          eventType: "RECORDING_READY",
-          uris: [recording.readyUri],
-          body: toJsonString(RecordingSchema, recordingToProto(recording, this.options.links)),
-          now,
+    const finishOnce = () =>
+      this.options.db.transaction(async (tx) => {
+        const row = await new RecordingsRepository(tx).finish(id, {
+          state: outcome.state,
+          ...(outcome.channelCount === undefined ? {} : { channelCount: outcome.channelCount }),
+          durationMs: outcome.durationMs ?? null,
+          errorCode: outcome.errorCode ?? null,
+          renditions,
+          startTime: outcome.startTime ?? null,
+          completeTime: now,
         });
-      }
-      return recording;
-    });
+        if (row === undefined) return undefined;
+        const recording = toRecording(row);
+        if (recording.readyUri !== "") {
+          await enqueueWebhook(tx, {
+            projectId: recording.projectId,
+            eventType: "RECORDING_READY",
+            uris: [recording.readyUri],
+            body: toJsonString(RecordingSchema, recordingToProto(recording, this.options.links)),
+            now,
+          });
+        }
+        return recording;
+      });
+    // Failed on the way (the connection, the server): made again until the
+    // database answers, for up to a minute. A repeat that finds the row
+    // finished as this try finishes it (same state, same complete_time)
+    // takes it as done: the first try committed, its reply lost; its
+    // renditions are the row's (not blobs to delete).
+    const deadline = Date.now() + FINISH_RETRY_MS;
+    const finished = await retryWhileTransient(
+      async (n) => {
+        const done = await finishOnce();
+        if (done !== undefined || n === 0) return done;
+        const row = await this.repository.findById(id);
+        return row?.state === outcome.state && row.completeTime?.getTime() === now.getTime()
+          ? toRecording(row)
+          : undefined;
+      },
+      {
+        keepGoing: () => Date.now() < deadline,
+        onRetry: (err, retryInMs) =>
+          this.options.log.warn(
+            { err, recording: id, retryInMs },
+            "could not record a recording's end; retrying",
+          ),
+      },
+    );
     if (finished === undefined) {
       // Deleted (or finished by someone else) while processing: keep nothing.
       await this.deleteBlobs(renditions);

@@ -7,6 +7,8 @@
  *   ENGINE_LOST about a second later, its state update sent.
  * - So is an incoming call whose insert's reply was lost (the caller is
  *   refused).
+ * - A recording's end is made again likewise; a repeat that finds it made
+ *   (its reply lost) keeps its audio, and RECORDING_READY is sent once.
  * - A transition whose statement failed (the database out of reach) or
  *   whose reply was lost is sent again until it answers: the call still
  *   ends in the database, and each state update is sent once.
@@ -17,10 +19,20 @@
  * connection of their own, not through the proxy. PostgreSQL only.
  */
 import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CallRecordingConfig_CallRecordingTrigger as Trigger } from "../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
 import { Call_State } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import {
+  type Recording,
+  Recording_State,
+  Recordings,
+  RecordingView,
+} from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import { SimulatorAdmin } from "../../gen/switchboard/admin/v1/simulator_pb.js";
 import { type Database, openPostgres } from "../../src/db/client.js";
 import { calls } from "../../src/db/schema/index.js";
@@ -36,14 +48,17 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
   const direct = useTestDatabase(postgresBackend!);
   let proxy: PgProxy;
   let proxied: Database;
+  let blobDir: string;
   beforeAll(async () => {
     proxy = await startPgProxy(direct.url!);
     proxied = openPostgres(proxy.url);
+    blobDir = await mkdtemp(join(tmpdir(), "switchboard-lost-writes-"));
   });
   afterAll(async () => {
     proxy?.refuse(false);
     await proxied?.close();
     await proxy?.close();
+    if (blobDir) await rm(blobDir, { recursive: true, force: true });
   });
   const log = captureLog("warn");
   const harness = callHarness(
@@ -52,8 +67,27 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
         return proxied.db;
       },
     },
-    { log: log.logger },
+    { log: log.logger, env: () => ({ BLOB_DIR: blobDir }) },
   );
+  const recordingsClient = harness.client(Recordings);
+
+  /** The call's one recording, once it is no longer PENDING (up to 10 s), FULL view. */
+  async function recordingOf(call: string): Promise<Recording | undefined> {
+    for (let i = 0; i < 200; i++) {
+      const [listed] = (await recordingsClient.listRecordings({ parent: call })).recordings;
+      if (listed !== undefined && listed.state !== Recording_State.PENDING) {
+        return recordingsClient.getRecording({ name: listed.name, view: RecordingView.FULL });
+      }
+      await sleep(50);
+    }
+    return undefined;
+  }
+
+  /** The WAV rendition of `recording`, downloaded through its signed link. */
+  async function wavOf(recording: Recording): Promise<Response> {
+    const uri = recording.audio.find((a) => a.mimeType === "audio/x-wav")?.uri ?? "";
+    return fetch(uri.startsWith("http") ? uri : `${harness.base}${uri}`);
+  }
   const { owner, route, serve, states, handler, scheduler } = harness;
 
   /** The call's row, read directly. */
@@ -70,14 +104,24 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
   }
 
   /** Creates a call marked by the label `mark` (a bound parameter of the create: the proxy can find it). */
-  const create = (project: string, from: string, to: string, mark: string) =>
+  const create = (
+    project: string,
+    from: string,
+    to: string,
+    mark: string,
+    recording?: { trigger: Trigger; recordingReadyUri?: string },
+  ) =>
     harness.connect.createCall({
       parent: project,
       call: {
         to,
         from,
         labels: { mark },
-        options: { handlerUris: [`${handler.base}/start`], stateUpdateUri: `${states.base}/state` },
+        options: {
+          handlerUris: [`${handler.base}/start`],
+          stateUpdateUri: `${states.base}/state`,
+          ...(recording === undefined ? {} : { recording }),
+        },
       },
     });
 
@@ -125,7 +169,8 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
     const lostBefore = proxy.lost();
     // The reply to the RINGING transition (its state update's body is a bound parameter) is lost.
     proxy.loseReplyTo('"state":"RINGING"');
-    const call = await create(project, from, to, "transitions");
+    // Recorded: the recording ends (is processed and stored) while the database is away too.
+    const call = await create(project, from, to, "transitions", { trigger: Trigger.ANSWER });
     const id = call.name.split("/")[3]!;
     let row = await rowOf(id);
     for (let i = 0; i < 200 && row?.state !== "IN_PROGRESS"; i++) {
@@ -162,6 +207,35 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
       Call_State.IN_PROGRESS,
       Call_State.COMPLETED,
     ]);
+    const recording = await recordingOf(call.name);
+    expect(recording?.state).toBe(Recording_State.SUCCEEDED);
+    expect((await wavOf(recording!)).status).toBe(200);
+  });
+
+  it("a recording whose end's reply was lost keeps its audio, and is ready once", async () => {
+    const { project, from } = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 3 });
+    serve({ "/start": xml('<Wait Seconds="600"/>') });
+    const lostBefore = proxy.lost();
+    // The recording's end (its state a bound parameter) commits; the COMMIT's reply is lost.
+    proxy.loseReplyTo("SUCCEEDED", { at: "COMMIT" });
+    const call = await create(project, from, to, "recording-end", {
+      trigger: Trigger.ANSWER,
+      recordingReadyUri: `${states.base}/ready`,
+    });
+    await harness.runToEnd(call.name);
+    // Until its processing is over (the end made, sent again, settled): the row is SUCCEEDED before that.
+    await harness.app.engine.idle();
+    const recording = await recordingOf(call.name);
+    expect(proxy.lost()).toBe(lostBefore + 1);
+    expect(recording?.state).toBe(Recording_State.SUCCEEDED);
+    // Its audio was stored, and is still there: the repeat took the end as done.
+    const wav = await wavOf(recording!);
+    expect(wav.status).toBe(200);
+    expect((await wav.arrayBuffer()).byteLength).toBeGreaterThan(44);
+    for (let i = 0; i < 100 && !states.requests.some((r) => r.path === "/ready"); i++) await sleep(20);
+    await sleep(100);
+    expect(states.requests.filter((r) => r.path === "/ready")).toHaveLength(1);
   });
 
   it("an incoming call whose insert reply was lost is refused, and the call is ended, never answered", async () => {
