@@ -19,10 +19,11 @@
  * Every change is a conditional update (only from the expected status), so
  * a change never overwrites a later one and two processes driving the same
  * message never both post a status. A change that fails on the way is made
- * again until the database answers (see `change`). In-flight messages live in this
- * process's timers; `resume()` (run at start) takes over the messages a
- * stopped process left QUEUED, SENDING or SENT, from where they were: a
- * SENT message ends when its route says, counted from its `send_time`.
+ * again until the database answers (see `change`). In-flight messages live
+ * in this process's timers; `resume()` (run at start) takes over the
+ * messages a stopped process left QUEUED, SENDING or SENT, from where they
+ * were: a SENT message ends when its route says, counted from its
+ * `send_time`.
  */
 import type { Db } from "../../db/client.js";
 import type { MessageRow, MessageStatusValue } from "../../db/schema/index.js";
