@@ -13,7 +13,9 @@
  *   JSON) is queued;
  * - EMPTY (nothing but silence): COMPLETED at once, no utterances;
  * - FAILED: FAILED at once.
- * Either way the webhook is sent once, on the terminal state.
+ * Either way the webhook is sent once, on the terminal state. Writing the
+ * terminal state is tried again while the database fails on the way, for up
+ * to a minute.
  *
  * Deletion: DeleteTranscription deletes the transcription only (the
  * recording stays). Deleting a recording deletes its transcriptions in the
@@ -39,12 +41,16 @@ import { type PageResult, readPage } from "../api/pagination.js";
 import type { Clock } from "../clock.js";
 import type { Db } from "../db/client.js";
 import type { TranscriptionRow, TranscriptionStateValue, UtteranceRow } from "../db/schema/index.js";
+import { retryWhileTransient } from "../db/transient.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
 import { TranscriptionsRepository } from "./repository.js";
 import type { Transcriber, TranscriptionAudio } from "./transcriber.js";
 
 export const TRANSCRIPTION_TYPE = "voice.api.enfonica.com/Transcription";
+
+/** How long a transcription's end is tried again while the database fails on the way (ms). */
+const FINISH_RETRY_MS = 60_000;
 
 export interface TranscriptionRef {
   projectId: string;
@@ -228,8 +234,8 @@ export class TranscriptionsDomain {
     utterances: UtteranceRow[],
   ): Promise<void> {
     const now = this.options.clock.now();
-    try {
-      const finished = await this.options.db.transaction(async (tx) => {
+    const finishOnce = () =>
+      this.options.db.transaction(async (tx) => {
         const done = await new TranscriptionsRepository(tx).finish(row.id, {
           state,
           durationMs,
@@ -245,6 +251,19 @@ export class TranscriptionsDomain {
           now,
         });
         return true;
+      });
+    // Failed on the way (the connection, the server): made again, for up to
+    // a minute. A repeat after a try that committed (its reply lost) finds
+    // the row ended and changes nothing: its webhook was enqueued once.
+    const deadline = Date.now() + FINISH_RETRY_MS;
+    try {
+      const finished = await retryWhileTransient(finishOnce, {
+        keepGoing: () => Date.now() < deadline,
+        onRetry: (err, retryInMs) =>
+          this.options.log.warn(
+            { err, transcription: transcriptionName(row), retryInMs },
+            "could not finish a transcription; retrying",
+          ),
       });
       if (finished) this.options.kick?.();
     } catch (err) {

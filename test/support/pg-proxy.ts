@@ -18,9 +18,10 @@ export interface PgProxy {
    * CommandComplete whose tag starts with it ("COMMIT": the marked
    * statement's transaction committed), and lose that one and the rest;
    * `reset`: drop the connection with a TCP reset (the client's socket
-   * errors, ECONNRESET) rather than a close.
+   * errors, ECONNRESET) rather than a close; `before`: drop it before the
+   * statement reaches the server (it never runs).
    */
-  loseReplyTo(marker: string, options?: { at?: string; reset?: boolean }): void;
+  loseReplyTo(marker: string, options?: { at?: string; reset?: boolean; before?: boolean }): void;
   /** Replies swallowed so far. */
   lost(): number;
   /** While on: every connection is dropped, the open ones at once and new ones as they come. */
@@ -31,7 +32,7 @@ export interface PgProxy {
 export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
   const target = new URL(targetUrl);
   let marker: Buffer | undefined;
-  let options: { at?: string; reset?: boolean } = {};
+  let options: { at?: string; reset?: boolean; before?: boolean } = {};
   let lost = 0;
   let refusing = false;
   const sockets = new Set<Socket>();
@@ -63,6 +64,11 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
       client.on("data", (chunk: Buffer) => {
         if (marker !== undefined && chunk.includes(marker)) {
           marker = undefined;
+          if (options.before === true) {
+            lost++;
+            end();
+            return;
+          }
           at = options.at;
           reset = options.reset === true;
           swallowing = at === undefined;

@@ -8,7 +8,8 @@
  * - So is an incoming call whose insert's reply was lost (the caller is
  *   refused).
  * - A recording's end is made again likewise; a repeat that finds it made
- *   (its reply lost) keeps its audio, and RECORDING_READY is sent once.
+ *   (its reply lost) keeps its audio, and RECORDING_READY is sent once. So
+ *   is a transcription's end.
  * - A transition whose statement failed (the database out of reach) or
  *   whose reply was lost is sent again until it answers: the call still
  *   ends in the database, and each state update is sent once.
@@ -25,7 +26,10 @@ import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CallRecordingConfig_CallRecordingTrigger as Trigger } from "../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
+import {
+  TranscribeOption,
+  CallRecordingConfig_CallRecordingTrigger as Trigger,
+} from "../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
 import { Call_State } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import {
   type Recording,
@@ -33,6 +37,11 @@ import {
   Recordings,
   RecordingView,
 } from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
+import {
+  Transcription_State,
+  Transcriptions,
+  TranscriptionView,
+} from "../../gen/enfonica/voice/v1beta1/transcriptions_pb.js";
 import { SimulatorAdmin } from "../../gen/switchboard/admin/v1/simulator_pb.js";
 import { type Database, openPostgres } from "../../src/db/client.js";
 import { calls } from "../../src/db/schema/index.js";
@@ -109,7 +118,12 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
     from: string,
     to: string,
     mark: string,
-    recording?: { trigger: Trigger; recordingReadyUri?: string },
+    recording?: {
+      trigger: Trigger;
+      recordingReadyUri?: string;
+      transcribe?: TranscribeOption;
+      transcriptionReadyUri?: string;
+    },
   ) =>
     harness.connect.createCall({
       parent: project,
@@ -199,6 +213,8 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
     expect(writes.length).toBeGreaterThan(0);
     expect(writes.map((l) => l.msg)).toEqual(writes.map(() => "call write failed; retrying"));
 
+    // The pool reconnects with a backoff that grows with the connections refused: allow it.
+    for (let i = 0; i < 3000 && states.requests.length < 5; i++) await sleep(10);
     const updates = await harness.stateUpdates(5, await keyOf(direct.db, project), `${states.base}/state`);
     expect(updates.map((u) => u.state)).toEqual([
       Call_State.QUEUED,
@@ -233,7 +249,7 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
     const wav = await wavOf(recording!);
     expect(wav.status).toBe(200);
     expect((await wav.arrayBuffer()).byteLength).toBeGreaterThan(44);
-    for (let i = 0; i < 100 && !states.requests.some((r) => r.path === "/ready"); i++) await sleep(20);
+    for (let i = 0; i < 750 && !states.requests.some((r) => r.path === "/ready"); i++) await sleep(20);
     await sleep(100);
     expect(states.requests.filter((r) => r.path === "/ready")).toHaveLength(1);
   });
@@ -264,5 +280,32 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
     expect(ended).toMatchObject({ state: "FAILED", errorCode: ENGINE_LOST, answerTime: null });
     await scheduler.advance(5);
     expect(handler.requests).toHaveLength(0);
+  });
+
+  it("a transcription whose end never reached the database is ended again, ready once", async () => {
+    const { project, from } = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 4 });
+    serve({ "/start": xml('<Say>Zanzibar quokka marmalade</Say><Wait Seconds="600"/>') });
+    const lostBefore = proxy.lost();
+    // The file's one transcription update: its text goes out with it (a connection prepares it once).
+    proxy.loseReplyTo('update "transcriptions"', { before: true });
+    const call = await create(project, from, to, "transcription-end", {
+      trigger: Trigger.ANSWER,
+      transcribe: TranscribeOption.DEFAULT,
+      transcriptionReadyUri: `${states.base}/transcribed`,
+    });
+    await harness.runToEnd(call.name);
+    await harness.app.engine.idle();
+    expect(proxy.lost()).toBe(lostBefore + 1);
+    const [transcription] = (
+      await harness
+        .client(Transcriptions)
+        .listTranscriptions({ parent: call.name, view: TranscriptionView.FULL })
+    ).transcriptions;
+    expect(transcription?.state).toBe(Transcription_State.COMPLETED);
+    expect(transcription?.utterances.map((u) => u.text)).toEqual(["Zanzibar quokka marmalade"]);
+    for (let i = 0; i < 750 && !states.requests.some((r) => r.path === "/transcribed"); i++) await sleep(20);
+    await sleep(100);
+    expect(states.requests.filter((r) => r.path === "/transcribed")).toHaveLength(1);
   });
 });
