@@ -16,6 +16,7 @@
  */
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reconnectDelaySeconds } from "../../src/db/client.js";
 import { isTransientDatabaseError } from "../../src/db/transient.js";
 import { createScratchDatabase } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
@@ -57,5 +58,20 @@ describe.runIf(process.env.TEST_DATABASE_URL)("a connection lost while it starts
       process.off("unhandledRejection", onUnhandled);
       await sql.end({ timeout: 5 });
     }
+  });
+});
+
+describe("reconnecting after failed connections", () => {
+  it("waits 25-50 ms at first, doubling, never more than 2 s", () => {
+    for (let retries = 0; retries <= 40; retries++) {
+      for (let i = 0; i < 20; i++) {
+        const delay = reconnectDelaySeconds(retries);
+        const ceiling = Math.min(0.05 * 2 ** retries, 2);
+        expect(delay).toBeGreaterThanOrEqual(ceiling / 2);
+        expect(delay).toBeLessThanOrEqual(ceiling);
+      }
+    }
+    expect(reconnectDelaySeconds(0)).toBeLessThanOrEqual(0.05);
+    expect(reconnectDelaySeconds(1000)).toBeLessThanOrEqual(2);
   });
 });
