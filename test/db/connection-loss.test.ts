@@ -1,7 +1,9 @@
 /**
- * A connection lost while it starts up fails (or retries) the query that
- * opened it, and nothing else: no unhandled rejection.
+ * A connection lost at the wrong moment fails the queries that were on it,
+ * and nothing else: no unhandled rejection, no exception from a timer (the
+ * service's process exits on either: src/process-errors.ts).
  *
+ * While it starts up:
  * postgres.js 3.4.9 reads the database's array types as the first statement
  * of every new connection (`fetch_types`, on by default) and drops that
  * statement's promise (porsager/postgres#1192, #1205, #1223; open). When
@@ -11,8 +13,17 @@
  * `scripts/patches/postgres+3.4.9.patch` handles it; the connection then
  * closes and reconnects as for any other lost connection.
  *
- * Real parts: PostgreSQL behind a TCP proxy that swallows the reply to the
- * array-types statement and drops the connection (test/support/pg-proxy.ts).
+ * In a transaction: when a statement of `sql.begin` fails because the
+ * connection closed, postgres.js sends ROLLBACK on it from the transaction's
+ * catch; that write was scheduled on a socket already gone and threw from a
+ * timer (porsager/postgres#1208, #1154; open). A statement of the transaction
+ * sent after the close could also run on the connection it reconnected as,
+ * outside the transaction (#1216). The patch fails the write's queries with
+ * CONNECTION_CLOSED, and a transaction's statements once its connection
+ * closed.
+ *
+ * Real parts: PostgreSQL behind a TCP proxy that drops the connection at a
+ * chosen statement (test/support/pg-proxy.ts).
  */
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,7 +32,7 @@ import { isTransientDatabaseError } from "../../src/db/transient.js";
 import { createScratchDatabase } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
 
-describe.runIf(process.env.TEST_DATABASE_URL)("a connection lost while it starts up", () => {
+describe.runIf(process.env.TEST_DATABASE_URL)("a connection lost (PostgreSQL)", () => {
   let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
   let proxy: PgProxy;
 
@@ -34,19 +45,53 @@ describe.runIf(process.env.TEST_DATABASE_URL)("a connection lost while it starts
     await scratch?.drop();
   });
 
-  it("fails the query transiently or reconnects; no rejection goes unhandled", async () => {
+  it("in a transaction: the transaction fails, and nothing throws from a timer", async () => {
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on("uncaughtException", onUncaught);
+    const sql = postgres(proxy.url, { max: 1, onnotice: () => {} });
+    try {
+      await sql`create table if not exists marks (n int)`;
+      const lostBefore = proxy.lost();
+      // The transaction's insert never reaches the server: the connection is dropped first.
+      proxy.loseReplyTo("dropped-mark", { before: true });
+      const outcome = await sql
+        .begin(async (t) => {
+          await t`select 1`;
+          await t.unsafe("insert into marks values (1) /* dropped-mark */");
+          await t.unsafe("insert into marks values (2)");
+        })
+        .then(
+          () => "committed",
+          (err: unknown) => err,
+        );
+      expect(proxy.lost()).toBe(lostBefore + 1);
+      expect(isTransientDatabaseError(outcome)).toBe(true);
+      // The transaction's ROLLBACK is written (or not) in a later turn of the loop.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(uncaught).toEqual([]);
+      // Nothing of it was written, and the pool works on.
+      expect((await sql`select count(*)::int as n from marks`)[0]?.n).toBe(0);
+    } finally {
+      process.off("uncaughtException", onUncaught);
+      await sql.end({ timeout: 5 });
+    }
+  });
+
+  it("while it starts up: fails the query transiently or reconnects; no rejection goes unhandled", async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on("unhandledRejection", onUnhandled);
     const sql = postgres(proxy.url, { max: 1, onnotice: () => {} });
     try {
+      const lostBefore = proxy.lost();
       // The first connection's array-types statement: its reply lost, the connection reset.
       proxy.loseReplyTo("pg_catalog.pg_type", { reset: true });
       const first = await sql`select 1 as n`.then(
         (rows) => rows[0]?.n,
         (err: unknown) => err,
       );
-      expect(proxy.lost()).toBe(1);
+      expect(proxy.lost()).toBe(lostBefore + 1);
       // Either the driver reconnected and answered, or it failed the query with an error to try again on.
       if (first !== 1) expect(isTransientDatabaseError(first)).toBe(true);
       // The pool works on.
