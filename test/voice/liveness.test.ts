@@ -153,6 +153,51 @@ describe.each(testDatabases())("engine liveness on $name", (backend) => {
     await other.stop();
   });
 
+  it("an engine taken for dead hangs up what it still drives once its heartbeat finds its row swept", async () => {
+    // The app's engine registers again (the test above unregistered it) and drops what that test left.
+    await app.engine.liveness.beat();
+    for (let i = 0; i < 200 && app.engine.activeCount > 0; i++) await sleep(5);
+    expect(app.engine.activeCount).toBe(0);
+
+    const project = await newProject(database.db);
+    const c = numberingClients(database.db, scheduler.clock);
+    const from = await addBlock(c, nextBlock(), 10);
+    await provision(c, project, from);
+    const call = await inProgressCall(project, from, "+61491579902", false);
+    expect(app.engine.activeCount).toBe(1);
+
+    // Cut off from the database for 3 intervals: another engine takes it for dead and ends its call.
+    const other = createCallEngine(
+      { config, clock: scheduler.clock, log: createLogger("silent"), db: database.db },
+      { scheduler },
+    );
+    await other.begin();
+    await database.db.delete(callEngines).where(eq(callEngines.id, app.engine.id));
+    expect((await other.liveness.sweep()).map((r) => r.id)).toEqual([call.name.split("/")[3]]);
+    const swept = await calls.getCall({ name: call.name });
+    expect(swept).toMatchObject({ state: Call_State.FAILED, errorCode: ENGINE_LOST });
+    // Its engine still drives the call: the leg is up, the markup waits.
+    expect(app.engine.activeCount).toBe(1);
+
+    // Back, its heartbeat finds its row gone: it registers again and hangs up.
+    await app.engine.liveness.beat();
+    for (let i = 0; i < 200 && app.engine.activeCount > 0; i++) await sleep(5);
+    expect(app.engine.activeCount).toBe(0);
+    expect((await database.db.select().from(callEngines)).map((e) => e.id)).toContain(app.engine.id);
+    // The row keeps what the sweep wrote; one FAILED state update, the sweep's.
+    expect(await calls.getCall({ name: call.name })).toEqual(swept);
+    const failed = (
+      await database.db
+        .select()
+        .from(webhookEvents)
+        .where(
+          and(eq(webhookEvents.eventType, "CALL_STATE_UPDATE"), eq(webhookEvents.orderingKey, call.name)),
+        )
+    ).filter((e) => fromJsonString(CallSchema, e.body).state === Call_State.FAILED);
+    expect(failed).toHaveLength(1);
+    await other.stop();
+  });
+
   it("an engine whose heartbeat is older than 3 intervals is dead; a fresh one is not", async () => {
     const now = new Date();
     await database.db.insert(callEngines).values([

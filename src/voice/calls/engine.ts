@@ -39,6 +39,7 @@
  * fails on the way (the connection, the server) is sent again until it
  * answers, so that no transition is lost to a short outage.
  */
+import { and, inArray } from "drizzle-orm";
 import { newResourceId } from "../../api/ids.js";
 import type { Db } from "../../db/client.js";
 import { type CallRow, type CallStateValue, calls } from "../../db/schema/index.js";
@@ -57,7 +58,7 @@ import { CallRecorder } from "./call-recording.js";
 import { ControlErrorCode, runHandlers } from "./control.js";
 import { type DialRequest, type DialTarget, dial, forwardRequest } from "./dial.js";
 import { type CallPlan, callName } from "./domain.js";
-import { EngineLiveness } from "./liveness.js";
+import { ENGINE_LOST, ENGINE_LOST_MESSAGE, EngineLiveness } from "./liveness.js";
 import { PlayAudio } from "./play-audio.js";
 import { callJson } from "./proto.js";
 import type { CallRates } from "./rates.js";
@@ -116,6 +117,7 @@ export class CallEngine {
       recordings: options.recordings,
       heartbeatSeconds: options.heartbeatSeconds ?? 10,
       callTime: () => options.scheduler.now(),
+      onSwept: () => this.track(this.hangUpSwept()),
       ...(options.kick === undefined ? {} : { kick: options.kick }),
     });
   }
@@ -260,6 +262,23 @@ export class CallEngine {
     if (callerId === row.from || callerId === row.to) return true;
     const owner = await this.options.numbers?.findByNumber(callerId);
     return owner !== undefined && owner.projectId === row.projectId && owner.lifecycleState === "ACTIVE";
+  }
+
+  /**
+   * Hangs up the calls this engine drives whose rows another engine's sweep
+   * ended (it took this one for dead): the network legs go, the rows keep
+   * what the sweep wrote (a write to an ended call changes nothing).
+   */
+  private async hangUpSwept(): Promise<void> {
+    const ids = [...this.active.keys()];
+    if (ids.length === 0) return;
+    const ended = await this.options.db
+      .select({ id: calls.id })
+      .from(calls)
+      .where(and(inArray(calls.id, ids), inArray(calls.state, [...TERMINAL_STATES])));
+    for (const { id } of ended) {
+      void this.active.get(id)?.finish("FAILED", ENGINE_LOST, ENGINE_LOST_MESSAGE);
+    }
   }
 
   /** Keeps background work (recording processing) for `stop()` to wait for; its failure is logged. */

@@ -8,8 +8,10 @@
  *   liveness is about processes, not call time) before it creates a call,
  *   and stamps its id on every call it creates (`calls.engine_id`, in the
  *   create's own insert);
- * - heartbeats every ENGINE_HEARTBEAT_SECONDS (registering again if its row
- *   was swept while the database was out of reach);
+ * - heartbeats every ENGINE_HEARTBEAT_SECONDS; a heartbeat that finds its
+ *   row gone (swept: the database was out of its reach for 3 intervals, so
+ *   the other engines ended its calls) registers again and hangs up the
+ *   calls it still drives (their rows are ended already; `onSwept`);
  * - sweeps, at start and on every heartbeat: a call not ended whose engine
  *   has not heartbeaten for 3 intervals (or is not registered any more)
  *   ends FAILED with error_code ENGINE_LOST — end_time the sweep's call time,
@@ -40,7 +42,7 @@ export const ENGINE_LOST = "ENGINE_LOST";
 
 const TERMINAL = ["COMPLETED", "FAILED", "NOT_ANSWERED", "BUSY", "REJECTED"] as const;
 
-const LOST_MESSAGE = "The service process driving the call stopped";
+export const ENGINE_LOST_MESSAGE = "The service process driving the call stopped";
 const IN_DOUBT_MESSAGE = "The call's creation did not complete; it was not placed";
 
 /** How soon a call in doubt is ended (ms), doubling while the database does not answer, up to the max. */
@@ -61,6 +63,12 @@ export interface LivenessOptions {
    */
   callTime?: () => Date;
   kick?: () => void;
+  /**
+   * Told when a heartbeat finds this engine's row gone: the other engines
+   * took it for dead (it was cut off from the database for 3 intervals)
+   * and ended its calls. The engine hangs up what it still drives.
+   */
+  onSwept?: () => void;
 }
 
 export class EngineLiveness {
@@ -108,12 +116,15 @@ export class EngineLiveness {
   }
 
   /** The engine's row, now its heartbeat: inserted again if a sweep deleted it. */
-  private async upsert(): Promise<void> {
+  private async upsert(): Promise<boolean> {
     const now = this.now();
-    await this.options.db
+    const [row] = await this.options.db
       .insert(callEngines)
       .values({ id: this.engineId, startTime: now, heartbeatTime: now })
-      .onConflictDoUpdate({ target: callEngines.id, set: { heartbeatTime: now } });
+      .onConflictDoUpdate({ target: callEngines.id, set: { heartbeatTime: now } })
+      // xmax is 0 on a row version an insert made, not on one an update made.
+      .returning({ inserted: sql<boolean>`xmax = 0` });
+    return row?.inserted === true;
   }
 
   /**
@@ -146,7 +157,13 @@ export class EngineLiveness {
 
   async beat(): Promise<void> {
     await this.register();
-    await this.upsert();
+    if (await this.upsert()) {
+      this.options.log.warn(
+        { engine: this.engineId },
+        "this engine was taken for dead; its calls were ended",
+      );
+      this.options.onSwept?.();
+    }
     await this.sweep();
   }
 
@@ -193,7 +210,7 @@ export class EngineLiveness {
           state: "FAILED",
           errorCode: ENGINE_LOST,
           // This engine's own calls are matched only when in doubt.
-          errorMessage: sql`case when ${calls.engineId} = ${this.engineId} then ${IN_DOUBT_MESSAGE} else ${LOST_MESSAGE} end`,
+          errorMessage: sql`case when ${calls.engineId} = ${this.engineId} then ${IN_DOUBT_MESSAGE} else ${ENGINE_LOST_MESSAGE} end`,
           endTime: at,
         })
         .where(
