@@ -78,6 +78,39 @@ describe.runIf(process.env.TEST_DATABASE_URL)("a connection lost (PostgreSQL)", 
     }
   });
 
+  it("in a transaction: statements queued behind a full pipeline settle when the connection drops", async () => {
+    const sql = postgres(proxy.url, { max: 1, onnotice: () => {} });
+    try {
+      let statements: Promise<unknown>[] = [];
+      const transaction = sql
+        .begin((t) => {
+          // More than a connection's pipeline (100): the rest wait in the transaction's own queue.
+          statements = Array.from({ length: 150 }, () =>
+            t`select pg_sleep(0.02)`.execute().then(
+              () => "ran",
+              (err: unknown) => err,
+            ),
+          );
+          return Promise.all(statements);
+        })
+        .catch((err: unknown) => err);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      proxy.refuse(true);
+      const settledAll = Promise.all(statements).then(() => true);
+      const timedOut = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5_000));
+      expect(await Promise.race([settledAll, timedOut]), "every statement settles").toBe(true);
+      const outcomes = await Promise.all(statements);
+      expect(outcomes.filter((o) => o !== "ran").every((o) => isTransientDatabaseError(o))).toBe(true);
+      expect(isTransientDatabaseError(await transaction)).toBe(true);
+      // Back: the pool works on.
+      proxy.refuse(false);
+      expect((await sql`select 3 as n`)[0]?.n).toBe(3);
+    } finally {
+      proxy.refuse(false);
+      await sql.end({ timeout: 5 });
+    }
+  });
+
   it("while it starts up: fails the query transiently or reconnects; no rejection goes unhandled", async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
