@@ -20,7 +20,10 @@
  * sent after the close could also run on the connection it reconnected as,
  * outside the transaction (#1216). The patch fails the write's queries with
  * CONNECTION_CLOSED, and a transaction's statements once its connection
- * closed.
+ * closed. After a reset (the socket errors, then closes), the ROLLBACK
+ * sent between the two was left waiting for a reply on the next socket,
+ * and the connection answered nothing more (#1215): the patch fails it with
+ * the close.
  *
  * Real parts: PostgreSQL behind a TCP proxy that drops the connection at a
  * chosen statement (test/support/pg-proxy.ts).
@@ -74,6 +77,30 @@ describe.runIf(process.env.TEST_DATABASE_URL)("a connection lost (PostgreSQL)", 
       expect((await sql`select count(*)::int as n from marks`)[0]?.n).toBe(0);
     } finally {
       process.off("uncaughtException", onUncaught);
+      await sql.end({ timeout: 5 });
+    }
+  });
+
+  it("in a transaction, reset: the connection answers again afterwards, every time", async () => {
+    const sql = postgres(proxy.url, { max: 1, onnotice: () => {} });
+    try {
+      await sql`create table if not exists marks (n int)`;
+      // A reset (the socket errors before it closes) as the insert goes out.
+      proxy.loseReplyTo("reset-mark", { before: true, reset: true });
+      const outcome = await sql
+        .begin(async (t) => {
+          await t`select 1`;
+          await t.unsafe("insert into marks values (1) /* reset-mark */");
+        })
+        .catch((err: unknown) => err);
+      expect(isTransientDatabaseError(outcome)).toBe(true);
+      // The ROLLBACK sent between the socket's error and its close must not be waited for.
+      for (let i = 0; i < 4; i++) {
+        const answer = sql`select ${i}::int as n`.then((rows) => rows[0]?.n);
+        const hung = new Promise((resolve) => setTimeout(() => resolve("no answer in 5 s"), 5_000));
+        expect(await Promise.race([answer, hung])).toBe(i);
+      }
+    } finally {
       await sql.end({ timeout: 5 });
     }
   });

@@ -64,6 +64,7 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
       client.on("data", (chunk: Buffer) => {
         if (marker !== undefined && chunk.includes(marker)) {
           marker = undefined;
+          reset = options.reset === true;
           if (options.before === true) {
             lost++;
             end();
