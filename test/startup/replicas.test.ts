@@ -147,10 +147,12 @@ describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", 
       into: Sent[],
       req: { path: string; headers: Sent["headers"]; body: string },
       port: number,
+      receiverPort: number,
     ) {
       const pid = socketOwner(
         port,
         replicas.map((r) => r.child.pid!),
+        receiverPort,
       );
       const replica = replicas.find((r) => r.child.pid === pid);
       into.push({ ...req, pid, from: replica?.role ?? "unknown" });
@@ -249,12 +251,12 @@ describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", 
 
       // Every request is attributed to its sender while its socket is open.
       handler.handle((req, res) => {
-        record(handled, req, res.socket?.remotePort ?? 0);
+        record(handled, req, res.socket?.remotePort ?? 0, res.socket?.localPort ?? 0);
         res.setHeader("content-type", "application/xml");
         res.end(xml("<Say>Hello from the replicas test</Say>"));
       });
       states.handle((req, res) => {
-        record(updates, req, res.socket?.remotePort ?? 0);
+        record(updates, req, res.socket?.remotePort ?? 0, res.socket?.localPort ?? 0);
         res.end("ok");
       });
 

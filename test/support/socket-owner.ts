@@ -8,9 +8,16 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
-/** The inodes of the sockets whose local port is `port`. */
-function inodesOf(port: number): Set<string> {
-  const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
+const hex = (port: number) => port.toString(16).toUpperCase().padStart(4, "0");
+
+/**
+ * The inodes of the sockets whose local port is `port` (and, given
+ * `peerPort`, whose remote port is that: the kernel lets two connections to
+ * different peers share a local port, in different processes too).
+ */
+function inodesOf(port: number, peerPort?: number): Set<string> {
+  const hexPort = hex(port);
+  const hexPeer = peerPort === undefined ? undefined : hex(peerPort);
   const inodes = new Set<string>();
   for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     let text: string;
@@ -23,15 +30,20 @@ function inodesOf(port: number): Set<string> {
       const fields = line.trim().split(/\s+/);
       // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
       if (fields.length < 10) continue;
-      if (fields[1]!.endsWith(`:${hexPort}`) && fields[9] !== "0") inodes.add(fields[9]!);
+      if (!fields[1]!.endsWith(`:${hexPort}`) || fields[9] === "0") continue;
+      if (hexPeer !== undefined && !fields[2]!.endsWith(`:${hexPeer}`)) continue;
+      inodes.add(fields[9]!);
     }
   }
   return inodes;
 }
 
-/** The pid among `pids` holding a socket bound locally to `port`, or undefined. */
-export function socketOwner(port: number, pids: number[]): number | undefined {
-  const inodes = inodesOf(port);
+/**
+ * The pid among `pids` holding a socket bound locally to `port` (connected
+ * to `peerPort`, when given: the receiver's own port), or undefined.
+ */
+export function socketOwner(port: number, pids: number[], peerPort?: number): number | undefined {
+  const inodes = inodesOf(port, peerPort);
   if (inodes.size === 0) return undefined;
   for (const pid of pids) {
     let fds: string[];
