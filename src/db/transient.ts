@@ -66,3 +66,16 @@ export async function retryWhileTransient<T>(
     }
   }
 }
+
+/** How long background work that must not be dropped (a recording's end, say) is tried again (ms). */
+export const BACKGROUND_RETRY_MS = 60_000;
+
+/** retryWhileTransient for up to `ms` from now (default BACKGROUND_RETRY_MS). */
+export function retryTransientFor<T>(
+  attempt: (n: number) => Promise<T>,
+  onRetry: RetryOptions["onRetry"],
+  ms = BACKGROUND_RETRY_MS,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  return retryWhileTransient(attempt, { keepGoing: () => Date.now() < deadline, onRetry });
+}

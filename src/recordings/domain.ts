@@ -47,7 +47,7 @@ import type {
   RecordingStateValue,
   RenditionRow,
 } from "../db/schema/index.js";
-import { retryWhileTransient } from "../db/transient.js";
+import { retryTransientFor } from "../db/transient.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
 import { recordingProcessingDuration, recordingsProcessedTotal } from "../observability/metrics.js";
@@ -61,9 +61,6 @@ import { type AudioProcessor, defaultProcessor, type ProcessedAudio } from "./pr
 import { RecordingSchema, recordingToProto } from "./proto.js";
 import { RecordingsRepository } from "./repository.js";
 import { transcriptionAudio } from "./transcription-audio.js";
-
-/** How long a recording's end is tried again while the database fails on the way (ms). */
-const FINISH_RETRY_MS = 60_000;
 
 export const RESOURCE_TYPE = "voice.api.enfonica.com/Recording";
 
@@ -372,12 +369,11 @@ export class RecordingsDomain {
 
   private async pending(id: string): Promise<RecordingRow> {
     // Read again while the database fails on the way (a recording's end must not be dropped).
-    const deadline = Date.now() + FINISH_RETRY_MS;
-    const row = await retryWhileTransient(() => this.repository.findById(id), {
-      keepGoing: () => Date.now() < deadline,
-      onRetry: (err, retryInMs) =>
+    const row = await retryTransientFor(
+      () => this.repository.findById(id),
+      (err, retryInMs) =>
         this.options.log.warn({ err, recording: id, retryInMs }, "could not read a recording; retrying"),
-    });
+    );
     if (row === undefined) throw notFound(RESOURCE_TYPE, `recordings/${id}`);
     if (row.state !== "PENDING") {
       throw failedPrecondition("RECORDING_NOT_PENDING", `${recordingName(row)} is already ${row.state}`, {
@@ -453,8 +449,7 @@ export class RecordingsDomain {
     // finished as this try finishes it (same state, same complete_time)
     // takes it as done: the first try committed, its reply lost; its
     // renditions are the row's (not blobs to delete).
-    const deadline = Date.now() + FINISH_RETRY_MS;
-    const finished = await retryWhileTransient(
+    const finished = await retryTransientFor(
       async (n) => {
         const done = await finishOnce();
         if (done !== undefined || n === 0) return done;
@@ -463,14 +458,11 @@ export class RecordingsDomain {
           ? toRecording(row)
           : undefined;
       },
-      {
-        keepGoing: () => Date.now() < deadline,
-        onRetry: (err, retryInMs) =>
-          this.options.log.warn(
-            { err, recording: id, retryInMs },
-            "could not record a recording's end; retrying",
-          ),
-      },
+      (err, retryInMs) =>
+        this.options.log.warn(
+          { err, recording: id, retryInMs },
+          "could not record a recording's end; retrying",
+        ),
     );
     if (finished === undefined) {
       // Deleted (or finished by someone else) while processing: keep nothing.

@@ -41,16 +41,13 @@ import { type PageResult, readPage } from "../api/pagination.js";
 import type { Clock } from "../clock.js";
 import type { Db } from "../db/client.js";
 import type { TranscriptionRow, TranscriptionStateValue, UtteranceRow } from "../db/schema/index.js";
-import { retryWhileTransient } from "../db/transient.js";
+import { retryTransientFor } from "../db/transient.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
 import { TranscriptionsRepository } from "./repository.js";
 import type { Transcriber, TranscriptionAudio } from "./transcriber.js";
 
 export const TRANSCRIPTION_TYPE = "voice.api.enfonica.com/Transcription";
-
-/** How long a transcription's end is tried again while the database fails on the way (ms). */
-const FINISH_RETRY_MS = 60_000;
 
 export interface TranscriptionRef {
   projectId: string;
@@ -255,16 +252,13 @@ export class TranscriptionsDomain {
     // Failed on the way (the connection, the server): made again, for up to
     // a minute. A repeat after a try that committed (its reply lost) finds
     // the row ended and changes nothing: its webhook was enqueued once.
-    const deadline = Date.now() + FINISH_RETRY_MS;
     try {
-      const finished = await retryWhileTransient(finishOnce, {
-        keepGoing: () => Date.now() < deadline,
-        onRetry: (err, retryInMs) =>
-          this.options.log.warn(
-            { err, transcription: transcriptionName(row), retryInMs },
-            "could not finish a transcription; retrying",
-          ),
-      });
+      const finished = await retryTransientFor(finishOnce, (err, retryInMs) =>
+        this.options.log.warn(
+          { err, transcription: transcriptionName(row), retryInMs },
+          "could not finish a transcription; retrying",
+        ),
+      );
       if (finished) this.options.kick?.();
     } catch (err) {
       this.options.log.error(
