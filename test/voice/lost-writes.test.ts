@@ -10,6 +10,8 @@
  * - A recording's end is made again likewise; a repeat that finds it made
  *   (its reply lost) keeps its audio, and RECORDING_READY is sent once. So
  *   is a transcription's end.
+ * - A heartbeat that failed makes the next new call register its engine
+ *   again first: the others may have swept it meanwhile.
  * - A transition whose statement failed (the database out of reach) or
  *   whose reply was lost is sent again until it answers: the call still
  *   ends in the database, and each state update is sent once.
@@ -44,9 +46,12 @@ import {
 } from "../../gen/enfonica/voice/v1beta1/transcriptions_pb.js";
 import { SimulatorAdmin } from "../../gen/switchboard/admin/v1/simulator_pb.js";
 import { type Database, openPostgres } from "../../src/db/client.js";
-import { calls } from "../../src/db/schema/index.js";
+import { callEngines, calls } from "../../src/db/schema/index.js";
+import { createLogger } from "../../src/log.js";
+import { createCallEngine } from "../../src/services.js";
 import { ENGINE_LOST } from "../../src/voice/calls/liveness.js";
 import { captureLog } from "../observability/support.js";
+import { testConfig } from "../support/app.js";
 import { callHarness, keyOf, sleep, xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
@@ -307,5 +312,30 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
     for (let i = 0; i < 750 && !states.requests.some((r) => r.path === "/transcribed"); i++) await sleep(20);
     await sleep(100);
     expect(states.requests.filter((r) => r.path === "/transcribed")).toHaveLength(1);
+  });
+
+  it("after a heartbeat that failed, a new call registers its engine again before carrying its id", async () => {
+    const { project, from } = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 5 });
+    serve({ "/start": xml('<Wait Seconds="600"/>') });
+    const engine = harness.app.engine;
+    // A heartbeat finds the database out of reach; meanwhile the others take the engine for dead.
+    proxy.refuse(true);
+    await expect(engine.liveness.beat()).rejects.toBeDefined();
+    await direct.db.delete(callEngines).where(eq(callEngines.id, engine.id));
+    proxy.refuse(false);
+
+    const call = await create(project, from, to, "after-a-failed-heartbeat");
+    expect((await direct.db.select().from(callEngines)).map((e) => e.id)).toContain(engine.id);
+    // So another engine's sweep leaves the new call alone.
+    const other = createCallEngine(
+      { config: testConfig(), clock: scheduler.clock, log: createLogger("silent"), db: direct.db },
+      { scheduler },
+    );
+    await other.begin();
+    await other.stop();
+    const row = await rowOf(call.name.split("/")[3]!);
+    expect(row?.state).not.toBe("FAILED");
+    expect(row?.engineId).toBe(engine.id);
   });
 });

@@ -129,7 +129,7 @@ export class CallEngine {
 
   /** This engine's id, once registered: what a call's insert stamps on it (liveness.ts). */
   async registeredId(): Promise<string> {
-    await this.liveness.register();
+    await this.liveness.ready();
     return this.id;
   }
 

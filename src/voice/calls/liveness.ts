@@ -80,6 +80,8 @@ export class EngineLiveness {
   /** Calls this engine created but never started (their create's outcome unknown). */
   private readonly inDoubtIds = new Set<string>();
   private inDoubtTimer: NodeJS.Timeout | undefined;
+  /** The last heartbeat failed: the next new call registers the engine again first (`ready`). */
+  private beatFailed = false;
 
   constructor(
     readonly engineId: string,
@@ -157,14 +159,32 @@ export class EngineLiveness {
 
   async beat(): Promise<void> {
     await this.register();
-    if (await this.upsert()) {
-      this.options.log.warn(
-        { engine: this.engineId },
-        "this engine was taken for dead; its calls were ended",
-      );
-      this.options.onSwept?.();
+    try {
+      await this.refresh();
+      await this.sweep();
+    } catch (err) {
+      this.beatFailed = true;
+      throw err;
     }
-    await this.sweep();
+  }
+
+  /**
+   * Registered, and after a heartbeat that failed, registered again now: a
+   * call created with this engine's id must not carry the id of an engine
+   * the others swept while the database was out of its reach.
+   */
+  async ready(): Promise<void> {
+    await this.register();
+    if (this.beatFailed) await this.refresh();
+  }
+
+  /** The heartbeat's write; finding its row gone means the others took this engine for dead. */
+  private async refresh(): Promise<void> {
+    const swept = await this.upsert();
+    this.beatFailed = false;
+    if (!swept) return;
+    this.options.log.warn({ engine: this.engineId }, "this engine was taken for dead; its calls were ended");
+    this.options.onSwept?.();
   }
 
   /** Stops heartbeating and unregisters (a clean shutdown: its calls were ended first). */
