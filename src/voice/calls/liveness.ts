@@ -11,7 +11,8 @@
  * - heartbeats every ENGINE_HEARTBEAT_SECONDS; a heartbeat that finds its
  *   row gone (swept: the database was out of its reach for 3 intervals, so
  *   the other engines ended its calls) registers again and hangs up the
- *   calls it still drives (their rows are ended already; `onSwept`);
+ *   calls it still drives (their rows are ended already; `onSwept`). After a
+ *   heartbeat that failed, the next new call does that first (`ready`);
  * - sweeps, at start and on every heartbeat: a call not ended whose engine
  *   has not heartbeaten for 3 intervals (or is not registered any more)
  *   ends FAILED with error_code ENGINE_LOST — end_time the sweep's call time,
