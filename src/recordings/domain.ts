@@ -48,6 +48,7 @@ import type {
   RenditionRow,
 } from "../db/schema/index.js";
 import { retryTransientFor } from "../db/transient.js";
+import { DeadlineExceeded, withDeadline } from "../deadline.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
 import { recordingProcessingDuration, recordingsProcessedTotal } from "../observability/metrics.js";
@@ -207,33 +208,6 @@ function isHttpUri(uri: string): boolean {
   }
 }
 
-class ProcessingTimeout extends Error {
-  override name = "ProcessingTimeout";
-}
-
-/**
- * `work`, or a ProcessingTimeout after `ms` milliseconds of wall-clock time
- * (a late result is dropped). Work that blocks the event loop (synchronous
- * encoding) cannot be interrupted, but a result arriving after the deadline
- * still counts as a timeout.
- */
-async function withDeadline<T>(work: () => Promise<T>, ms: number): Promise<T> {
-  const start = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ProcessingTimeout(`processing took longer than ${ms} ms`)), ms);
-  });
-  const running = Promise.resolve().then(work);
-  running.catch(() => {}); // a late failure must not surface as an unhandled rejection
-  try {
-    const result = await Promise.race([running, deadline]);
-    if (performance.now() - start > ms) throw new ProcessingTimeout(`processing took longer than ${ms} ms`);
-    return result;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 const MIME: Readonly<Record<AudioFormat, Pick<RenditionRow, "mimeType" | "encoding">>> = {
   wav: { mimeType: "audio/x-wav", encoding: "AUDIO_ENCODING_PCM_16BIT" },
   mp3: { mimeType: "audio/mpeg", encoding: "AUDIO_ENCODING_MP3" },
@@ -335,10 +309,11 @@ export class RecordingsDomain {
             postProcessing: row.postProcessing,
           }),
         this.options.processingTimeoutMs,
+        "processing",
       );
       if (!processed.empty) stored = await this.store(row, processed);
     } catch (err) {
-      const code: RecordingErrorCodeValue = err instanceof ProcessingTimeout ? "TIMEOUT" : "INTERNAL_ERROR";
+      const code: RecordingErrorCodeValue = err instanceof DeadlineExceeded ? "TIMEOUT" : "INTERNAL_ERROR";
       this.options.log.warn({ err, recording: row.id, code }, "recording processing failed");
       await this.deleteBlobs(stored);
       return this.finish(row.id, {

@@ -42,6 +42,7 @@ import type { Clock } from "../clock.js";
 import type { Db } from "../db/client.js";
 import type { TranscriptionRow, TranscriptionStateValue, UtteranceRow } from "../db/schema/index.js";
 import { retryTransientFor } from "../db/transient.js";
+import { withDeadline } from "../deadline.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
 import { TranscriptionsRepository } from "./repository.js";
@@ -149,20 +150,6 @@ export function transcriptionToProto(row: TranscriptionRow, full: boolean): Tran
   });
 }
 
-/** `work`, or a rejection after `ms` milliseconds of wall-clock time. */
-async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`transcription took longer than ${ms} ms`)), ms);
-  });
-  work.catch(() => {});
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Utterances checked against the audio: a channel it has, times inside it, text present; in time order. */
 function clean(
   utterances: readonly UtteranceRow[],
@@ -213,8 +200,9 @@ export class TranscriptionsDomain {
     const durationMs = recording.durationMs ?? 0;
     try {
       const utterances = await withDeadline(
-        this.options.transcriber.transcribe(audio),
+        () => this.options.transcriber.transcribe(audio),
         this.options.timeoutMs,
+        "transcription",
       );
       await this.finish(row, "COMPLETED", durationMs, clean(utterances, row.channelCount, durationMs));
     } catch (err) {
