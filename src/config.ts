@@ -3,6 +3,7 @@
  * validated. Nothing else in src/ reads process.env.
  */
 import { resolve } from "node:path";
+import type { DatabaseTimeouts } from "./db/client.js";
 import { databaseUrlFrom, dataDirFrom } from "./db/location.js";
 import { loadMessageRates, type MessageRates } from "./messaging/messages/rates.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
@@ -21,6 +22,24 @@ export interface Config {
   host: string;
   /** PostgreSQL URL; when absent the embedded PGlite database is used. */
   databaseUrl: string | undefined;
+  /**
+   * How long a PostgreSQL server's statements and transactions may take, and
+   * how long the service waits for its replies (not the embedded database's):
+   * - DATABASE_STATEMENT_TIMEOUT_MS: the server cancels a statement running
+   *   longer (SQLSTATE 57014; the request is DEADLINE_EXCEEDED). Default
+   *   30000; 0: no limit.
+   * - DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: the server ends a session
+   *   whose transaction waits this long for its next statement, releasing
+   *   its locks (a client cut off mid-transaction). Default 60000; 0: none.
+   * - DATABASE_REPLY_TIMEOUT_MS: a connection that has waited this long for
+   *   any reply is taken for lost (a half-open connection: the server or the
+   *   network gone without a close), closed, and its requests UNAVAILABLE.
+   *   Must exceed the statement timeout. Default the statement timeout plus
+   *   15000 (45000), or 0 (none) when the statement timeout is 0.
+   * Sent to the server as session parameters at connect: a `statement_timeout`
+   * or `idle_in_transaction_session_timeout` in DATABASE_URL's query wins.
+   */
+  databaseTimeouts: DatabaseTimeouts;
   /** Where the embedded database and other local state live. */
   dataDir: string;
   /** TLS certificate and key (PEM files); both or neither. */
@@ -305,6 +324,30 @@ function webhooks(env: NodeJS.ProcessEnv): WebhooksConfig {
   };
 }
 
+function databaseTimeouts(env: NodeJS.ProcessEnv): DatabaseTimeouts {
+  const hour = 3_600_000;
+  const statementMs = int(env, "DATABASE_STATEMENT_TIMEOUT_MS", 30_000, 0, hour);
+  const idleInTransactionMs = int(env, "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60_000, 0, hour);
+  const replyMs = int(
+    env,
+    "DATABASE_REPLY_TIMEOUT_MS",
+    statementMs === 0 ? 0 : statementMs + 15_000,
+    0,
+    2 * hour,
+  );
+  if (replyMs !== 0 && statementMs !== 0 && replyMs <= statementMs) {
+    throw new ConfigError(
+      "DATABASE_REPLY_TIMEOUT_MS must be longer than DATABASE_STATEMENT_TIMEOUT_MS (a statement may run that long before the server answers), or 0",
+    );
+  }
+  if (replyMs !== 0 && statementMs === 0) {
+    throw new ConfigError(
+      "DATABASE_REPLY_TIMEOUT_MS needs a DATABASE_STATEMENT_TIMEOUT_MS shorter than it: with no statement timeout, a long statement would be taken for a lost connection",
+    );
+  }
+  return { statementMs, idleInTransactionMs, replyMs };
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -328,6 +371,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: int(env, "PORT", 8080, 0, 65535),
     host: env.HOST || "127.0.0.1",
     databaseUrl,
+    databaseTimeouts: databaseTimeouts(env),
     dataDir,
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS, ["*"]),

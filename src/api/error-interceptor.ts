@@ -1,9 +1,11 @@
 /**
  * The outermost interceptor: a ConnectError passes through unchanged; a
  * database that cannot be reached (or lost the connection, or is shutting
- * down) is UNAVAILABLE, and a transaction it rolled back for a conflict
- * (serialization failure, deadlock) ABORTED: both say "try again" to a
- * caller's retry policy, with a message of ours; any other throwable is a
+ * down, or stopped answering) is UNAVAILABLE, a transaction it rolled back
+ * for a conflict (serialization failure, deadlock) ABORTED, and a statement
+ * it cancelled for running too long (DATABASE_STATEMENT_TIMEOUT_MS)
+ * DEADLINE_EXCEEDED: each says "try again" to a caller's retry policy, with
+ * a message of ours; any other throwable is a
  * defect, logged with its stack and answered as a bare INTERNAL so that no
  * internal message reaches a caller. Every call is
  * logged at debug level with its procedure, outcome and duration — never its
@@ -38,6 +40,10 @@ function safeError(log: Logger, err: unknown, procedure: string, started: number
   if (transient === "aborted") {
     log.warn({ err, procedure, ms }, "transaction aborted by a conflict");
     return new ConnectError("the request conflicted with another: try again", Code.Aborted);
+  }
+  if (transient === "timeout") {
+    log.warn({ err, procedure, ms }, "database statement timed out");
+    return new ConnectError("the database did not answer in time: try again later", Code.DeadlineExceeded);
   }
   log.error({ err, procedure, ms }, "internal error");
   return new ConnectError("internal error", Code.Internal);

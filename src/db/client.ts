@@ -54,10 +54,22 @@ export const MIGRATIONS_FOLDER = fileURLToPath(new URL("./migrations", import.me
 /** Key of the advisory lock that serialises migrations of replicas starting together. */
 const MIGRATION_LOCK_KEY = 0x5b0a4d;
 
+/** Limits on a PostgreSQL server's work and on the wait for its replies, in ms; 0: none (config.ts). */
+export interface DatabaseTimeouts {
+  /** The session's `statement_timeout`. */
+  statementMs: number;
+  /** The session's `idle_in_transaction_session_timeout`. */
+  idleInTransactionMs: number;
+  /** The driver's `reply_timeout` (scripts/patches/postgres+3.4.9.patch, porsager/postgres#1089). */
+  replyMs: number;
+}
+
 /** Opens the database `config` names. Does not migrate: call `migrate()`. */
-export async function openDatabase(config: Pick<Config, "databaseUrl" | "dataDir">): Promise<Database> {
+export async function openDatabase(
+  config: Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "databaseTimeouts">>,
+): Promise<Database> {
   if (config.databaseUrl === undefined) return openEmbedded(embeddedDataDir(config.dataDir));
-  return openPostgres(config.databaseUrl);
+  return openPostgres(config.databaseUrl, config.databaseTimeouts);
 }
 
 /**
@@ -114,15 +126,39 @@ export function reconnectDelaySeconds(retries: number): number {
   return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 2);
 }
 
-/** A Database over a PostgreSQL server. */
-export function openPostgres(url: string): Database {
-  const client = postgres(url, { max: 10, onnotice: () => {}, backoff: reconnectDelaySeconds });
+/**
+ * A Database over a PostgreSQL server; `timeouts` unset: the server's own
+ * settings and no reply timeout (tests).
+ */
+export function openPostgres(url: string, timeouts?: DatabaseTimeouts): Database {
+  const client = postgres(url, {
+    max: 10,
+    onnotice: () => {},
+    backoff: reconnectDelaySeconds,
+    ...(timeouts && sessionLimits(timeouts)),
+  } as postgres.Options<Record<string, postgres.PostgresType>>);
   const db = drizzlePostgres({ client, schema });
   return {
     db: db as unknown as Db,
     driver: "postgres",
     migrate: () => migratePostgresLocked(url),
     close: () => client.end({ timeout: 5 }),
+  };
+}
+
+/**
+ * The driver options that carry `timeouts`: two session parameters sent at
+ * connect (DATABASE_URL's query, applied after them, wins) and the patch's
+ * `reply_timeout`, in seconds. The migration's own connection has none: a
+ * migration may rightly take long, or wait for another replica's.
+ */
+function sessionLimits(timeouts: DatabaseTimeouts) {
+  return {
+    connection: {
+      statement_timeout: timeouts.statementMs,
+      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    },
+    reply_timeout: timeouts.replyMs / 1000,
   };
 }
 

@@ -5,16 +5,20 @@
  *   may not have run), the server is shutting down or starting, or it is
  *   out of connections or resources;
  * - `aborted`: a serialization failure or deadlock rolled the transaction
- *   back.
+ *   back;
+ * - `timeout`: the server cancelled the statement for taking too long
+ *   (`statement_timeout`, or waiting for a lock that long); its transaction
+ *   is rolled back.
  * A statement refused for what it says (a constraint, a type, a syntax
  * error) fails the same way every time it is sent: undefined.
  */
-export function transientDatabaseError(err: unknown): "unavailable" | "aborted" | undefined {
+export function transientDatabaseError(err: unknown): "unavailable" | "aborted" | "timeout" | undefined {
   for (let e: unknown = err, depth = 0; e !== null && typeof e === "object" && depth < 5; depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string") {
       if (UNAVAILABLE.test(code)) return "unavailable";
       if (code === "40001" || code === "40P01") return "aborted";
+      if (code === "57014") return "timeout";
     }
     e = (e as { cause?: unknown }).cause;
   }
@@ -27,11 +31,13 @@ export function isTransientDatabaseError(err: unknown): boolean {
 
 /**
  * SQLSTATE classes 08 (connection exception) and 53 (insufficient
- * resources), 57P01-57P03 (shutting down, cannot connect now); postgres.js's
- * own connection errors; and the socket's.
+ * resources), 57P01-57P03 (shutting down, cannot connect now), 25P03 and
+ * 57P05 (the server ended a session idle too long, in a transaction or
+ * not); postgres.js's own connection errors, REPLY_TIMEOUT (a connection
+ * that stopped answering: the patch's `reply_timeout`); and the socket's.
  */
 const UNAVAILABLE =
-  /^(08...|53...|57P0[123]|CONNECTION_(CLOSED|DESTROYED|ENDED)|CONNECT_TIMEOUT|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN)$/;
+  /^(08...|53...|57P0[1235]|25P03|CONNECTION_(CLOSED|DESTROYED|ENDED)|CONNECT_TIMEOUT|REPLY_TIMEOUT|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN)$/;
 
 export interface RetryOptions {
   /** Whether to go on trying after a transient failure (false: the error is thrown). */

@@ -22,6 +22,14 @@ export interface PgProxy {
    * statement reaches the server (it never runs).
    */
   loseReplyTo(marker: string, options?: { at?: string; reset?: boolean; before?: boolean }): void;
+  /**
+   * Go silent on the next connection whose bytes contain `marker`: from
+   * then on nothing the server sends on it reaches the client (after
+   * `afterReady` ReadyForQuery messages, default 0: the replies to
+   * statements pipelined ahead of the marked one), and the connection stays
+   * open, as with a server or a network gone without a close.
+   */
+  stall(marker: string, options?: { afterReady?: number }): void;
   /** Replies swallowed so far. */
   lost(): number;
   /** While on: every connection is dropped, the open ones at once and new ones as they come. */
@@ -34,6 +42,8 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
   let marker: Buffer | undefined;
   let options: { at?: string; reset?: boolean; before?: boolean } = {};
   let lost = 0;
+  let stallMarker: Buffer | undefined;
+  let stallAfterReady = 0;
   let refusing = false;
   const sockets = new Set<Socket>();
   const track = (s: Socket) => {
@@ -53,6 +63,8 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
     let at: string | undefined;
     let pending = Buffer.alloc(0);
     let reset = false;
+    /** Stalled: ReadyForQuery messages still to pass before nothing more does (-1: not stalled). */
+    let readyToPass = -1;
     const end = () => {
       if (reset && !client.destroyed) client.resetAndDestroy();
       else client.destroy();
@@ -62,6 +74,12 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
     upstream.on("error", end).on("close", end);
     upstream.connect(Number(target.port || 5432), target.hostname, () => {
       client.on("data", (chunk: Buffer) => {
+        if (stallMarker !== undefined && chunk.includes(stallMarker)) {
+          stallMarker = undefined;
+          readyToPass = stallAfterReady;
+          pending = Buffer.alloc(0);
+          if (readyToPass === 0) lost++;
+        }
         if (marker !== undefined && chunk.includes(marker)) {
           marker = undefined;
           reset = options.reset === true;
@@ -78,6 +96,21 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
       });
     });
     upstream.on("data", (chunk: Buffer) => {
+      if (readyToPass >= 0) {
+        if (readyToPass === 0) return;
+        pending = Buffer.concat([pending, chunk]);
+        let passed = 0;
+        while (readyToPass > 0 && pending.length - passed >= 5) {
+          const size = 1 + pending.readUInt32BE(passed + 1);
+          if (pending.length - passed < size) break;
+          if (pending[passed] === 0x5a) readyToPass--;
+          passed += size;
+        }
+        client.write(pending.subarray(0, passed));
+        pending = pending.subarray(passed);
+        if (readyToPass === 0) lost++;
+        return;
+      }
       if (at !== undefined) {
         // Message by message: type (1 byte), length (4, itself included), body.
         pending = Buffer.concat([pending, chunk]);
@@ -119,6 +152,10 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
     loseReplyTo(m, o = {}) {
       marker = Buffer.from(m, "utf8");
       options = o;
+    },
+    stall(m, o = {}) {
+      stallMarker = Buffer.from(m, "utf8");
+      stallAfterReady = o.afterReady ?? 0;
     },
     lost: () => lost,
     refuse(on) {
