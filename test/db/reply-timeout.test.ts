@@ -106,6 +106,17 @@ describe.runIf(process.env.TEST_DATABASE_URL)("a connection that stops answering
     expect(await sql`select 4 as n`).toEqual([{ n: 4 }]);
   });
 
+  it("pipelined statements that keep being answered are not cut off, however long they take together", async () => {
+    const sql = connect({ reply_timeout: 1 });
+    await sql`select 1`;
+    // Each answered 0.3 s after the one before, well within the timeout; together 1.5 timeouts.
+    const each = 0.3;
+    const outcomes = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => failure(sql`select pg_sleep(${each}), ${i}::int as n`)),
+    );
+    expect(outcomes.map((o) => o.code)).toEqual(Array(5).fill("settled"));
+  });
+
   it("a transaction whose statement is never answered fails, and the next transaction commits", async () => {
     const sql = connect();
     await sql`create table if not exists marks (mark text)`;
