@@ -12,9 +12,15 @@
  *   not in the future (60 s of clock skew allowed either way);
  * - the account and the key enabled;
  * - `scope` naming the services the token is for (scopes.ts);
- * - never seen before: an assertion is accepted once; the same assertion
- *   again, while it is still valid, is a replay (refused on every replica:
- *   the used assertions are in the database).
+ * - with a `jti`: never seen before. The account's `jti` is accepted once
+ *   while the assertion is valid, and again is a replay, refused on every
+ *   replica (the used ones are in the database; RFC 7523 section 3, item
+ *   7). Without `jti` (the SDKs send none) an assertion may be exchanged
+ *   again until it expires, as Google's token endpoint allows: SDK clients
+ *   that start together on one key file sign byte-identical assertions
+ *   (RS256 is deterministic, the claims are in seconds), and refusing all
+ *   but the first broke them. The assertion is as exposed as the token it
+ *   is exchanged for, and lives no longer (an hour).
  * Every refusal is `invalid_grant` (RFC 7523 section 3.1), except a bad
  * scope (`invalid_scope`).
  */
@@ -152,10 +158,14 @@ export class TokenIssuer {
     // Expired rows are forgotten as new ones come (indexed by expire_time).
     await this.options.assertions.deleteExpired(now);
     await this.options.tokens.deleteExpired(now);
-    const hash = createHash("sha256").update(assertion, "utf8").digest("hex");
-    const until = new Date((exp + CLOCK_SKEW_SECONDS) * 1000);
-    if (!(await this.options.assertions.claim(hash, until))) {
-      throw invalidGrant("the assertion was already used; sign a new one");
+    if (payload.jti !== undefined) {
+      if (typeof payload.jti !== "string" || payload.jti === "")
+        throw invalidGrant("jti must be a non-empty string");
+      const hash = createHash("sha256").update(`${accountId}\n${payload.jti}`, "utf8").digest("hex");
+      const until = new Date((exp + CLOCK_SKEW_SECONDS) * 1000);
+      if (!(await this.options.assertions.claim(hash, until))) {
+        throw invalidGrant("this jti was already used; sign a new assertion with a new jti");
+      }
     }
     const id = newResourceId();
     const token = newAccessToken(id);

@@ -1,7 +1,8 @@
 /**
- * The `oauth_used_assertions` table: assertions already exchanged, kept
- * until they expire. Claiming is one INSERT on the primary key, so of two
- * replicas (or two requests) presenting the same assertion only one wins.
+ * The `oauth_used_assertions` table: the `jti`s of assertions already
+ * exchanged (a SHA-256 of the account and the jti), kept until the
+ * assertion expires. Claiming is one INSERT on the primary key, so of two
+ * replicas (or two requests) presenting the same one only one wins.
  */
 import { lt } from "drizzle-orm";
 import type { Db } from "../db/client.js";
