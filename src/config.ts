@@ -5,6 +5,7 @@
 import { resolve } from "node:path";
 import type { DatabaseTimeouts } from "./db/client.js";
 import { databaseUrlFrom, dataDirFrom } from "./db/location.js";
+import { DEFAULT_LOG_BUFFER_BYTES } from "./log.js";
 import { loadMessageRates, type MessageRates } from "./messaging/messages/rates.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
@@ -48,6 +49,12 @@ export interface Config {
   corsAllowedOrigins: string[];
   /** pino log level. */
   logLevel: string;
+  /**
+   * LOG_BUFFER_BYTES: how far stdout may fall behind the log (its reader
+   * slow or stopped) before lines are dropped, counted and reported; the
+   * service never waits for stdout (src/log.ts). Default 16777216 (16 MiB).
+   */
+  logBufferBytes: number;
   /**
    * MAX_REQUEST_BYTES: the largest request message the port accepts, on
    * every protocol (REST bodies, Connect, gRPC and gRPC-Web messages), and
@@ -376,6 +383,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS, ["*"]),
     logLevel,
+    logBufferBytes: int(env, "LOG_BUFFER_BYTES", DEFAULT_LOG_BUFFER_BYTES, 65_536, 1024 * 1024 * 1024),
     maxRequestBytes: int(env, "MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES, 1024, 1024 * 1024 * 1024),
     operatorToken: operatorToken(env.SWITCHBOARD_OPERATOR_TOKEN, databaseUrl),
     sipDomains: sipDomains(env),

@@ -116,7 +116,7 @@ export interface BuildOptions {
 
 export async function build(options: BuildOptions = {}): Promise<App> {
   const config = options.config ?? loadConfig();
-  const log = options.log ?? createLogger(config.logLevel);
+  const log = options.log ?? createLogger(config.logLevel, { bufferBytes: config.logBufferBytes });
   const clock = options.clock ?? systemClock;
   instrumentDrizzle();
   const stopTracing = await startTracing(config.tracing, options.spanExporter);
@@ -420,7 +420,7 @@ const STOP_TIMEOUT_MS = 30_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, { bufferBytes: config.logBufferBytes });
   exitOnUncaught(log);
   log.info({ node: process.version, role: config.role }, "switchboard starting");
   // Signals are handled from the first moment, start-up included: the first
