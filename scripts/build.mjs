@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run build`: compiles the server (src/server.ts) and the operator CLI
+ * `npm run build`: compiles the server (src/start.ts) and the operator CLI
  * (src/cli.ts) to JavaScript in dist/, with esbuild.
  *
  * Each entry becomes an ES module (with shared chunks beside it) holding the
@@ -66,7 +66,7 @@ mkdirSync(out, { recursive: true });
 await esbuild.build({
   absWorkingDir: root,
   entryPoints: {
-    // src/start.ts starts the embedded database's thread, then loads src/server.ts.
+    // src/start.ts starts the embedded database's thread, then runs src/main.ts.
     server: "src/start.ts",
     cli: "src/cli.ts",
     "make-embedded-template": "src/db/make-embedded-template.ts",

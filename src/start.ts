@@ -2,7 +2,7 @@
  * The process entry of the compiled service (`dist/server.js`, what
  * `npm start` runs). On the embedded database it starts PGlite's thread
  * first, so that the database opens on one core while this one loads the
- * rest of the service; then it runs src/server.ts's main(), which adopts
+ * rest of the service; then it runs src/main.ts's main(), which adopts
  * that thread (src/db/pglite-thread.ts).
  */
 import { embeddedTemplateDir } from "./db/embedded-template.js";
@@ -12,5 +12,5 @@ import { startPgliteThread } from "./db/pglite-thread.js";
 if (databaseUrlFrom(process.env) === undefined) {
   startPgliteThread(embeddedDataDir(dataDirFrom(process.env)), embeddedTemplateDir());
 }
-const { runMain } = await import("./server.js");
+const { runMain } = await import("./main.js");
 runMain();

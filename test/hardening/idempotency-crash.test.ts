@@ -31,9 +31,9 @@ interface Server {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `src/server.ts` in a process of its own; resolves once it listens. */
+/** Starts `src/main.ts` in a process of its own; resolves once it listens. */
 async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: repoRoot,
     env: {
       PATH: process.env.PATH ?? "",
