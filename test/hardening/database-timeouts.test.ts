@@ -16,19 +16,13 @@
  * chosen statement (test/support/pg-proxy.ts), a second session holding the
  * lock, and real clients (connect-node over gRPC, fetch for Connect and REST).
  */
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Unsubscribers } from "../../gen/enfonica/messaging/v1/unsubscribers_pb.js";
-import { Projects } from "../../gen/switchboard/admin/v1/projects_pb.js";
+import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { openDatabase } from "../../src/db/client.js";
-import { type App, build } from "../../src/server.js";
-import { bearer, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
-import { createScratchDatabase } from "../support/db.js";
-import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
+import { useProxiedApp } from "../support/proxied-app.js";
 
 /** Anything of the driver's or the server's that must not reach a caller. */
 const DRIVER = /CONNECTION_|REPLY_TIMEOUT|ECONN|postgres|statement timeout|57014|127\.0\.0\.1:\d/i;
@@ -74,65 +68,32 @@ describe.runIf(process.env.TEST_DATABASE_URL)(
   () => {
     const STATEMENT_MS = 1000;
     const REPLY_MS = 1500;
-    let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
-    let proxy: PgProxy;
-    let app: App;
-    let base: string;
-    const project = "db-slow";
-    const parent = `projects/${project}`;
-
-    beforeAll(async () => {
-      scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
-      proxy = await startPgProxy(scratch.url);
-      app = await build({
-        config: testConfig({
-          DATABASE_URL: proxy.url,
-          DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_MS),
-          DATABASE_REPLY_TIMEOUT_MS: String(REPLY_MS),
-        }),
-      });
-      const address = await app.listen(0, "127.0.0.1");
-      base = `http://127.0.0.1:${address.port}`;
-      const transport = createConnectTransport({
-        baseUrl: base,
-        httpVersion: "1.1",
-        interceptors: [bearer(TEST_OPERATOR_TOKEN)],
-      });
-      await createClient(Projects, transport).createProject({ projectId: project });
-    }, 60_000);
-
-    afterAll(async () => {
-      await app?.close();
-      await proxy?.close();
-      await scratch?.drop();
+    const parent = "projects/db-slow";
+    const app = useProxiedApp("db-slow", {
+      DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_MS),
+      DATABASE_REPLY_TIMEOUT_MS: String(REPLY_MS),
     });
 
-    const grpc = () =>
-      createClient(
-        Unsubscribers,
-        createGrpcTransport({ baseUrl: base, interceptors: [bearer(TEST_OPERATOR_TOKEN)] }),
-      );
     const grpcFailure = (phoneNumber: string) =>
-      grpc()
+      app
+        .grpc()
         .getUnsubscriber({ name: `${parent}/unsubscribers/${phoneNumber}` })
         .then(
           () => undefined,
           (e: unknown) => ConnectError.from(e),
         );
     const connectGet = (phoneNumber: string) =>
-      fetch(`${base}/enfonica.messaging.v1.Unsubscribers/GetUnsubscriber`, {
+      fetch(`${app.base}/enfonica.messaging.v1.Unsubscribers/GetUnsubscriber`, {
         method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${TEST_OPERATOR_TOKEN}` },
+        headers: { "content-type": "application/json", ...app.headers },
         body: JSON.stringify({ name: `${parent}/unsubscribers/${phoneNumber}` }),
       });
     const restGet = (phoneNumber: string) =>
-      fetch(`${base}/v1/${parent}/unsubscribers/${phoneNumber}`, {
-        headers: { authorization: `Bearer ${TEST_OPERATOR_TOKEN}` },
-      });
+      fetch(`${app.base}/v1/${parent}/unsubscribers/${phoneNumber}`, { headers: app.headers });
 
     it("the session parameters reach the server", async () => {
       const database = await openDatabase({
-        databaseUrl: scratch.url,
+        databaseUrl: app.directUrl,
         dataDir: "/nonexistent",
         databaseTimeouts: { statementMs: 1234, idleInTransactionMs: 5678, replyMs: 9000 },
       });
@@ -150,14 +111,14 @@ describe.runIf(process.env.TEST_DATABASE_URL)(
 
     it("a connection that stops answering: UNAVAILABLE after the reply timeout, then served again", async () => {
       // The phone number is a bound parameter of the request's statement: the proxy finds it there.
-      proxy.stall("+61255501234");
+      app.proxy.stall("+61255501234");
       const t0 = performance.now();
       const err = await grpcFailure("+61255501234");
       const ms = performance.now() - t0;
       expect(err?.code).toBe(Code.Unavailable);
       expect(err?.rawMessage).toBe("the database is unavailable: try again later");
       expect(err?.rawMessage).not.toMatch(DRIVER);
-      expect(proxy.lost()).toBeGreaterThan(0);
+      expect(app.proxy.lost()).toBeGreaterThan(0);
       expect(ms).toBeGreaterThanOrEqual(REPLY_MS - 50);
       // The next request is served (a new connection), on every transport.
       expect((await grpcFailure("+61255501234"))?.code).toBe(Code.NotFound);
@@ -167,7 +128,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)(
 
     it("a statement the server cancels for taking too long: DEADLINE_EXCEEDED on gRPC, 504 on Connect and REST", async () => {
       // Another session holds the table: the service's read waits for the lock until its statement timeout.
-      const holder = postgres(scratch.url, { max: 1, onnotice: () => {} });
+      const holder = postgres(app.directUrl, { max: 1, onnotice: () => {} });
       const reserved = await holder.reserve();
       try {
         await reserved`begin`;
