@@ -1,6 +1,7 @@
 import { writeSync } from "node:fs";
 import pino, { type Logger } from "pino";
 import sonicBoom, { type SonicBoom, type SonicBoomOpts } from "sonic-boom";
+import { logLinesDroppedTotal } from "./observability/metrics.js";
 
 /** sonic-boom's constructor: its module.exports, which Node's ESM sees only as the default export. */
 const SonicBoomWriter = sonicBoom as unknown as new (options: SonicBoomOpts) => SonicBoom;
@@ -111,7 +112,7 @@ export class LineBatch {
     });
     sink.on("drop", (data: string | Buffer) => {
       this.backlog = Math.max(0, this.backlog - Buffer.byteLength(data));
-      this.dropped += countLines(data);
+      this.drop(countLines(data));
       this.settle();
     });
     // stdout closed (EPIPE) or failing: the lines are lost, the service goes on.
@@ -182,7 +183,7 @@ export class LineBatch {
     if (this.closed) return;
     const chunk = this.take();
     if (this.stalled) {
-      if (chunk !== undefined) this.dropped += countLines(chunk);
+      if (chunk !== undefined) this.drop(countLines(chunk));
       return;
     }
     const deadline = performance.now() + SYNC_FLUSH_MS;
@@ -201,6 +202,12 @@ export class LineBatch {
       delete sink[SYNC_DEADLINE];
     }
     this.settle();
+  }
+
+  /** Counts `lines` dropped: for the warning, and live in switchboard_log_lines_dropped_total. */
+  private drop(lines: number): void {
+    this.dropped += lines;
+    logLinesDroppedTotal.inc(lines);
   }
 
   /** The gathered lines joined (undefined when there are none), and the batch emptied. */

@@ -104,6 +104,12 @@ export const engineHeartbeatsTotal = new Counter({
   registers: [registry],
 });
 
+export const logLinesDroppedTotal = new Counter({
+  name: "switchboard_log_lines_dropped_total",
+  help: "Log lines dropped because stdout fell LOG_BUFFER_BYTES behind (its reader slow or stopped).",
+  registers: [registry],
+});
+
 /** What an app reports at scrape time. */
 export interface GaugeSource {
   /** Calls this app's engine drives now. */
