@@ -95,42 +95,53 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
         upstream.write(chunk);
       });
     });
+    /**
+     * Appends `chunk` and passes whole messages (type: 1 byte, length: 4,
+     * itself included, body) to the client while `pass(type, start, size)`
+     * says so; true once it said no (that message and the rest stay pending).
+     */
+    const forward = (
+      chunk: Buffer,
+      pass: (type: number, start: number, size: number) => boolean,
+    ): boolean => {
+      pending = Buffer.concat([pending, chunk]);
+      let passed = 0;
+      let stopped = false;
+      while (pending.length - passed >= 5) {
+        const size = 1 + pending.readUInt32BE(passed + 1);
+        if (pending.length - passed < size) break;
+        if (!pass(pending[passed]!, passed, size)) {
+          stopped = true;
+          break;
+        }
+        passed += size;
+      }
+      client.write(pending.subarray(0, passed));
+      pending = pending.subarray(passed);
+      return stopped;
+    };
     upstream.on("data", (chunk: Buffer) => {
       if (readyToPass >= 0) {
         if (readyToPass === 0) return;
-        pending = Buffer.concat([pending, chunk]);
-        let passed = 0;
-        while (readyToPass > 0 && pending.length - passed >= 5) {
-          const size = 1 + pending.readUInt32BE(passed + 1);
-          if (pending.length - passed < size) break;
-          if (pending[passed] === 0x5a) readyToPass--;
-          passed += size;
-        }
-        client.write(pending.subarray(0, passed));
-        pending = pending.subarray(passed);
+        forward(chunk, (type) => {
+          if (readyToPass === 0) return false;
+          if (type === 0x5a) readyToPass--;
+          return true;
+        });
         if (readyToPass === 0) lost++;
         return;
       }
       if (at !== undefined) {
-        // Message by message: type (1 byte), length (4, itself included), body.
-        pending = Buffer.concat([pending, chunk]);
-        let passed = 0;
-        while (pending.length - passed >= 5) {
-          const size = 1 + pending.readUInt32BE(passed + 1);
-          if (pending.length - passed < size) break;
-          const isTagged =
-            pending[passed] === 0x43 &&
-            pending.toString("utf8", passed + 5, passed + size - 1).startsWith(at);
-          if (isTagged) {
-            client.write(pending.subarray(0, passed));
-            lost++;
-            end();
-            return;
-          }
-          passed += size;
+        const tag = at;
+        const tagged = forward(
+          chunk,
+          (type, start, size) =>
+            !(type === 0x43 && pending.toString("utf8", start + 5, start + size - 1).startsWith(tag)),
+        );
+        if (tagged) {
+          lost++;
+          end();
         }
-        client.write(pending.subarray(0, passed));
-        pending = pending.subarray(passed);
         return;
       }
       if (!swallowing) {
