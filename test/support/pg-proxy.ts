@@ -32,8 +32,14 @@ export interface PgProxy {
   stall(marker: string, options?: { afterReady?: number }): void;
   /** Replies swallowed so far. */
   lost(): number;
-  /** While on: every connection is dropped, the open ones at once and new ones as they come. */
+  /**
+   * While on: every connection is dropped, the open ones at once and new
+   * ones as they come (accepted, then closed cleanly: a proxy whose
+   * database is down).
+   */
   refuse(on: boolean): void;
+  /** Connections accepted so far (refused ones too). */
+  accepted(): number;
   close(): Promise<void>;
 }
 
@@ -45,15 +51,19 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
   let stallMarker: Buffer | undefined;
   let stallAfterReady = 0;
   let refusing = false;
+  let accepted = 0;
   const sockets = new Set<Socket>();
   const track = (s: Socket) => {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   };
   const server: Server = createServer((client) => {
+    accepted++;
     track(client);
     if (refusing) {
-      client.destroy();
+      // Read what it sends, and close cleanly (a FIN, never a reset: unread bytes would make one).
+      client.resume();
+      client.end();
       return;
     }
     const upstream = new Socket();
@@ -169,6 +179,7 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
       stallAfterReady = o.afterReady ?? 0;
     },
     lost: () => lost,
+    accepted: () => accepted,
     refuse(on) {
       refusing = on;
       if (on) for (const s of sockets) s.destroy();

@@ -36,7 +36,10 @@ export function useProxiedApp(project: string, env: NodeJS.ProcessEnv = {}): Pro
   beforeAll(async () => {
     scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
     proxy = await startPgProxy(scratch.url);
-    app = await build({ config: testConfig({ DATABASE_URL: proxy.url, ...env }) });
+    // A statement meeting an outage fails within a second (the pool's connect budget: startup-close.test.ts).
+    const url = new URL(proxy.url);
+    url.searchParams.set("connect_timeout", "1");
+    app = await build({ config: testConfig({ DATABASE_URL: url.toString(), ...env }) });
     const address = await app.listen(0, "127.0.0.1");
     base = `http://127.0.0.1:${address.port}`;
     const transport = createConnectTransport({
