@@ -21,6 +21,11 @@
  *   than 2 channels is FAILED INTERNAL_ERROR (channel_count unchanged).
  *   `fail(id, code)` ends a recording that will never complete (the call
  *   engine lost it, say).
+ * Each takes the engine's WorkHolder (src/work-holder.ts): the PENDING row
+ * carries the engine's id, and is held from its insert until its end is
+ * written, which is tried again for as long as the engine runs. A PENDING
+ * recording that no engine holds ends FAILED TIMEOUT at the next liveness
+ * sweep (src/voice/calls/liveness.ts).
  *
  * The API reads and deletes: Get/List (FULL/BASIC views), Delete (the row
  * and its blobs; download links to it answer 404 from then on; its
@@ -47,7 +52,6 @@ import type {
   RecordingStateValue,
   RenditionRow,
 } from "../db/schema/index.js";
-import { retryTransientFor } from "../db/transient.js";
 import { DeadlineExceeded, withDeadline } from "../deadline.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
@@ -56,6 +60,7 @@ import type { SpokenSegment } from "../telephony/carrier.js";
 import type { TranscriptionsDomain } from "../transcriptions/domain.js";
 import { TranscriptionsRepository } from "../transcriptions/repository.js";
 import type { TranscriptionAudio } from "../transcriptions/transcriber.js";
+import { retryHeld, type WorkHolder } from "../work-holder.js";
 import type { BlobStore, BlobStream } from "./blobs.js";
 import type { AudioRef, LinkSigner } from "./links.js";
 import { type AudioProcessor, defaultProcessor, type ProcessedAudio } from "./processing.js";
@@ -114,6 +119,14 @@ export interface CompletedAudio {
   startTime: Date;
   /** What was said in it, when the network knows (CapturedAudio.speech). */
   speech?: readonly SpokenSegment[] | undefined;
+}
+
+/** A recording after `finish`: `ended` when this call ended it (the rest follows only then). */
+interface Ended {
+  recording: Recording;
+  ended: boolean;
+  /** What its transcription gets of its audio (asked for one, and has audio). */
+  transcribed?: TranscriptionAudio;
 }
 
 export interface PageParams {
@@ -224,8 +237,11 @@ export class RecordingsDomain {
     return new RecordingsRepository(this.options.db);
   }
 
-  /** A new PENDING recording (the engine calls this when recording starts). */
-  async createPending(input: NewRecording): Promise<Recording> {
+  /**
+   * A new PENDING recording (the engine calls this when recording starts),
+   * held by `holder` until `complete` or `fail` ends it.
+   */
+  async createPending(input: NewRecording, holder?: WorkHolder): Promise<Recording> {
     if (input.channelCount !== 1 && input.channelCount !== 2) {
       throw badField("channel_count", "must be 1 or 2", "int32.in");
     }
@@ -236,19 +252,30 @@ export class RecordingsDomain {
     if (transcriptionReadyUri !== "" && !isHttpUri(transcriptionReadyUri)) {
       throw badField("transcription_ready_uri", "must be an absolute http or https URI", "uri");
     }
-    const row = await this.repository.insert({
-      id: newResourceId(),
-      projectId: input.projectId,
-      callId: input.callId,
-      source: input.source,
-      state: "PENDING",
-      channelCount: input.channelCount,
-      postProcessing: [...new Set(input.postProcessing)],
-      readyUri: input.readyUri,
-      transcribe: input.transcribe ?? false,
-      transcriptionReadyUri,
-      createTime: this.options.clock.now(),
-    });
+    const id = newResourceId();
+    // Held before its insert: the engine's own sweep must not take it for let go.
+    holder?.hold(id);
+    let row: RecordingRow;
+    try {
+      row = await this.repository.insert({
+        id,
+        projectId: input.projectId,
+        callId: input.callId,
+        source: input.source,
+        state: "PENDING",
+        channelCount: input.channelCount,
+        postProcessing: [...new Set(input.postProcessing)],
+        readyUri: input.readyUri,
+        transcribe: input.transcribe ?? false,
+        transcriptionReadyUri,
+        createTime: this.options.clock.now(),
+        engineId: holder?.id ?? null,
+      });
+    } catch (err) {
+      // It may have committed all the same (its reply lost): unheld, the sweep ends it.
+      holder?.release(id);
+      throw err;
+    }
     return toRecording(row);
   }
 
@@ -258,14 +285,24 @@ export class RecordingsDomain {
    * FAILED INTERNAL_ERROR). NOT_FOUND for an unknown id, FAILED_PRECONDITION
    * when the recording is no longer PENDING.
    */
-  async complete(id: string, audio: CompletedAudio): Promise<Recording> {
-    const { recording, transcribed } = await this.process(id, audio);
-    await this.transcribeIfAsked(recording, transcribed);
-    return recording;
+  async complete(id: string, audio: CompletedAudio, holder?: WorkHolder): Promise<Recording> {
+    let ended: Ended;
+    try {
+      ended = await this.process(id, audio, holder);
+    } finally {
+      // Ended, or given up (a fault): what is still PENDING is the sweep's.
+      holder?.release(id);
+    }
+    if (ended.ended) await this.transcribeIfAsked(ended.recording, ended.transcribed, holder);
+    return ended.recording;
   }
 
   /** Hands a terminal recording asked to be transcribed (with its audio, when it has any) to the transcriptions. */
-  private async transcribeIfAsked(recording: Recording, audio?: TranscriptionAudio): Promise<void> {
+  private async transcribeIfAsked(
+    recording: Recording,
+    audio: TranscriptionAudio | undefined,
+    holder: WorkHolder | undefined,
+  ): Promise<void> {
     const transcriptions = this.options.transcriptions;
     if (!recording.transcribe || transcriptions === undefined || recording.state === "PENDING") return;
     await transcriptions.transcribe(
@@ -280,20 +317,18 @@ export class RecordingsDomain {
         transcriptionReadyUri: recording.transcriptionReadyUri,
       },
       audio,
+      holder,
     );
   }
 
   /** The recording, terminal, and what its transcription gets of its audio (when it asked for one and has audio). */
-  private async process(
-    id: string,
-    audio: CompletedAudio,
-  ): Promise<{ recording: Recording; transcribed?: TranscriptionAudio }> {
-    const row = await this.pending(id);
+  private async process(id: string, audio: CompletedAudio, holder: WorkHolder | undefined): Promise<Ended> {
+    const row = await this.pending(id, holder);
     const endTimer = recordingProcessingDuration.startTimer();
-    const counted = (state: string) => (recording: Recording) => {
+    const counted = (state: string) => (ended: Ended) => {
       endTimer();
-      recordingsProcessedTotal.inc({ state });
-      return { recording };
+      if (ended.ended) recordingsProcessedTotal.inc({ state });
+      return ended;
     };
     let processed: ProcessedAudio;
     let stored: RenditionRow[] = [];
@@ -316,35 +351,49 @@ export class RecordingsDomain {
       const code: RecordingErrorCodeValue = err instanceof DeadlineExceeded ? "TIMEOUT" : "INTERNAL_ERROR";
       this.options.log.warn({ err, recording: row.id, code }, "recording processing failed");
       await this.deleteBlobs(stored);
-      return this.finish(row.id, {
-        state: "FAILED",
-        errorCode: code,
-        ...(channelsOk ? { channelCount } : {}),
-      }).then(counted("FAILED"));
+      return this.finish(
+        row.id,
+        { state: "FAILED", errorCode: code, ...(channelsOk ? { channelCount } : {}) },
+        holder,
+      ).then(counted("FAILED"));
     }
-    if (processed.empty) return this.finish(row.id, { state: "EMPTY", channelCount }).then(counted("EMPTY"));
-    const finished = await this.finish(row.id, {
-      state: "SUCCEEDED",
-      channelCount,
-      durationMs: processed.durationMs,
-      renditions: stored,
-      startTime: audio.startTime,
-    });
+    if (processed.empty) {
+      return this.finish(row.id, { state: "EMPTY", channelCount }, holder).then(counted("EMPTY"));
+    }
+    const finished = await this.finish(
+      row.id,
+      {
+        state: "SUCCEEDED",
+        channelCount,
+        durationMs: processed.durationMs,
+        renditions: stored,
+        startTime: audio.startTime,
+      },
+      holder,
+    );
     const done = counted("SUCCEEDED")(finished);
-    return row.transcribe ? { ...done, transcribed: transcriptionAudio(audio, processed) } : done;
+    return row.transcribe && done.ended
+      ? { ...done, transcribed: transcriptionAudio(audio, processed) }
+      : done;
   }
 
-  /** Ends a PENDING recording as FAILED with `code` (one that will never complete). */
-  async fail(id: string, code: RecordingErrorCodeValue): Promise<Recording> {
-    await this.pending(id);
-    const failed = await this.finish(id, { state: "FAILED", errorCode: code });
-    await this.transcribeIfAsked(failed);
-    return failed;
+  /**
+   * Ends a PENDING recording as FAILED with `code` (one that will never
+   * complete: the liveness sweep's). Its own writes are tried again for up
+   * to a minute (the next sweep tries again); its transcription, when it
+   * asked for one, is `holder`'s.
+   */
+  async fail(id: string, code: RecordingErrorCodeValue, holder?: WorkHolder): Promise<Recording> {
+    await this.pending(id, undefined);
+    const failed = await this.finish(id, { state: "FAILED", errorCode: code }, undefined);
+    if (failed.ended) await this.transcribeIfAsked(failed.recording, undefined, holder);
+    return failed.recording;
   }
 
-  private async pending(id: string): Promise<RecordingRow> {
+  private async pending(id: string, holder: WorkHolder | undefined): Promise<RecordingRow> {
     // Read again while the database fails on the way (a recording's end must not be dropped).
-    const row = await retryTransientFor(
+    const row = await retryHeld(
+      holder,
       () => this.repository.findById(id),
       (err, retryInMs) =>
         this.options.log.warn({ err, recording: id, retryInMs }, "could not read a recording; retrying"),
@@ -380,7 +429,11 @@ export class RecordingsDomain {
     return out;
   }
 
-  /** Writes the terminal state and its webhook in one transaction. */
+  /**
+   * Writes the terminal state and its webhook in one transaction; `ended`
+   * is false when the recording was ended (or deleted) by someone else
+   * meanwhile, and then `recording` is as it is.
+   */
   private async finish(
     id: string,
     outcome: {
@@ -392,7 +445,8 @@ export class RecordingsDomain {
       renditions?: RenditionRow[];
       startTime?: Date;
     },
-  ): Promise<Recording> {
+    holder: WorkHolder | undefined,
+  ): Promise<Ended> {
     const now = this.options.clock.now();
     const renditions = outcome.renditions ?? [];
     const finishOnce = () =>
@@ -420,11 +474,13 @@ export class RecordingsDomain {
         return recording;
       });
     // Failed on the way (the connection, the server): made again until the
-    // database answers, for up to a minute. A repeat that finds the row
+    // database answers (while the engine runs; for up to a minute once it
+    // stopped or without one: src/work-holder.ts). A repeat that finds the row
     // finished as this try finishes it (same state, same complete_time)
     // takes it as done: the first try committed, its reply lost; its
     // renditions are the row's (not blobs to delete).
-    const finished = await retryTransientFor(
+    const finished = await retryHeld(
+      holder,
       async (n) => {
         const done = await finishOnce();
         if (done !== undefined || n === 0) return done;
@@ -444,10 +500,10 @@ export class RecordingsDomain {
       await this.deleteBlobs(renditions);
       const row = await this.repository.findById(id);
       if (row === undefined) throw notFound(RESOURCE_TYPE, `recordings/${id}`);
-      return toRecording(row);
+      return { recording: toRecording(row), ended: false };
     }
     if (finished.readyUri !== "") this.options.kick?.();
-    return finished;
+    return { recording: finished, ended: true };
   }
 
   private async deleteBlobs(renditions: readonly RenditionRow[]): Promise<void> {

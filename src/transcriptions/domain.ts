@@ -14,8 +14,11 @@
  * - EMPTY (nothing but silence): COMPLETED at once, no utterances;
  * - FAILED: FAILED at once.
  * Either way the webhook is sent once, on the terminal state. Writing the
- * terminal state is tried again while the database fails on the way, for up
- * to a minute.
+ * terminal state is tried again while the database fails on the way, for as
+ * long as the engine making it runs (for up to a minute once it stopped, or
+ * without one). The PENDING row carries the engine's id and is held by it
+ * (src/work-holder.ts): one no engine holds ends FAILED at the next liveness
+ * sweep (`fail`, src/voice/calls/liveness.ts).
  *
  * Deletion: DeleteTranscription deletes the transcription only (the
  * recording stays). Deleting a recording deletes its transcriptions in the
@@ -41,10 +44,10 @@ import { type PageResult, readPage } from "../api/pagination.js";
 import type { Clock } from "../clock.js";
 import type { Db } from "../db/client.js";
 import type { TranscriptionRow, TranscriptionStateValue, UtteranceRow } from "../db/schema/index.js";
-import { retryTransientFor } from "../db/transient.js";
 import { withDeadline } from "../deadline.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
+import { retryHeld, type WorkHolder } from "../work-holder.js";
 import { TranscriptionsRepository } from "./repository.js";
 import type { Transcriber, TranscriptionAudio } from "./transcriber.js";
 
@@ -175,13 +178,36 @@ export class TranscriptionsDomain {
     return new TranscriptionsRepository(this.options.db);
   }
 
-  /** Makes the transcription of a recording that reached its terminal state (see the header). Never throws. */
-  async transcribe(recording: TranscribedRecording, audio: TranscriptionAudio | undefined): Promise<void> {
+  /**
+   * Makes the transcription of a recording that reached its terminal state
+   * (see the header), held by `holder` while PENDING. Never throws.
+   */
+  async transcribe(
+    recording: TranscribedRecording,
+    audio: TranscriptionAudio | undefined,
+    holder?: WorkHolder,
+  ): Promise<void> {
+    const id = newResourceId();
+    holder?.hold(id);
+    try {
+      await this.make(id, recording, audio, holder);
+    } finally {
+      // Ended, or given up: what is still PENDING is the sweep's.
+      holder?.release(id);
+    }
+  }
+
+  private async make(
+    id: string,
+    recording: TranscribedRecording,
+    audio: TranscriptionAudio | undefined,
+    holder: WorkHolder | undefined,
+  ): Promise<void> {
     const now = this.options.clock.now();
     let row: TranscriptionRow;
     try {
       row = await this.repository.insert({
-        id: newResourceId(),
+        id,
         projectId: recording.projectId,
         callId: recording.callId,
         recordingId: recording.id,
@@ -190,13 +216,16 @@ export class TranscriptionsDomain {
         readyUri: recording.transcriptionReadyUri,
         createTime: now,
         updateTime: now,
+        engineId: holder?.id ?? null,
       });
     } catch (err) {
       this.options.log.error({ err, recording: recording.name }, "could not create a transcription");
       return;
     }
-    if (recording.state === "FAILED") return this.finish(row, "FAILED", null, []);
-    if (recording.state === "EMPTY" || audio === undefined) return this.finish(row, "COMPLETED", 0, []);
+    if (recording.state === "FAILED") return this.finish(row, "FAILED", null, [], holder);
+    if (recording.state === "EMPTY" || audio === undefined) {
+      return this.finish(row, "COMPLETED", 0, [], holder);
+    }
     const durationMs = recording.durationMs ?? 0;
     try {
       const utterances = await withDeadline(
@@ -204,11 +233,28 @@ export class TranscriptionsDomain {
         this.options.timeoutMs,
         "transcription",
       );
-      await this.finish(row, "COMPLETED", durationMs, clean(utterances, row.channelCount, durationMs));
+      await this.finish(
+        row,
+        "COMPLETED",
+        durationMs,
+        clean(utterances, row.channelCount, durationMs),
+        holder,
+      );
     } catch (err) {
       this.options.log.warn({ err, transcription: transcriptionName(row) }, "transcription failed");
-      await this.finish(row, "FAILED", null, []);
+      await this.finish(row, "FAILED", null, [], holder);
     }
+  }
+
+  /**
+   * Ends a PENDING transcription that will never complete (no engine makes
+   * it: liveness.ts) as FAILED, its webhook sent; nothing when it is not
+   * PENDING (or gone).
+   */
+  async fail(id: string): Promise<void> {
+    const row = await this.repository.findById(id);
+    if (row?.state !== "PENDING") return;
+    await this.finish(row, "FAILED", null, [], undefined);
   }
 
   /** Writes the terminal state and its webhook in one transaction (nothing when the row is gone). */
@@ -217,6 +263,7 @@ export class TranscriptionsDomain {
     state: "COMPLETED" | "FAILED",
     durationMs: number | null,
     utterances: UtteranceRow[],
+    holder: WorkHolder | undefined,
   ): Promise<void> {
     const now = this.options.clock.now();
     const finishOnce = () =>
@@ -237,11 +284,11 @@ export class TranscriptionsDomain {
         });
         return true;
       });
-    // Failed on the way (the connection, the server): made again, for up to
-    // a minute. A repeat after a try that committed (its reply lost) finds
+    // Failed on the way (the connection, the server): made again (see the
+    // header). A repeat after a try that committed (its reply lost) finds
     // the row ended and changes nothing: its webhook was enqueued once.
     try {
-      const finished = await retryTransientFor(finishOnce, (err, retryInMs) =>
+      const finished = await retryHeld(holder, finishOnce, (err, retryInMs) =>
         this.options.log.warn(
           { err, transcription: transcriptionName(row), retryInMs },
           "could not finish a transcription; retrying",

@@ -20,6 +20,11 @@ export class TranscriptionsRepository {
     return row;
   }
 
+  async findById(id: string): Promise<TranscriptionRow | undefined> {
+    const [row] = await this.db.select().from(t).where(eq(t.id, id));
+    return row;
+  }
+
   /** The project's transcriptions (only `callId`'s, if given) in keyset order, strictly after `after`. */
   list(
     projectId: string,

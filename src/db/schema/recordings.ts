@@ -68,10 +68,17 @@ export const recordings = pgTable(
     createTime: timestamptz("create_time").notNull(),
     /** When the recording reached its terminal state. */
     completeTime: timestamptz("complete_time"),
+    /**
+     * The call engine holding its audio while PENDING (src/work-holder.ts):
+     * a PENDING recording whose engine is gone ends FAILED.
+     */
+    engineId: text("engine_id"),
   },
   (t) => [
     index("recordings_project_create_time_idx").on(t.projectId, t.createTime, t.id),
     index("recordings_project_call_create_time_idx").on(t.projectId, t.callId, t.createTime, t.id),
+    // The liveness sweep's: the few PENDING ones, by engine.
+    index("recordings_pending_engine_idx").on(t.engineId).where(sql`${t.state} = 'PENDING'`),
     check("recordings_source_check", sql`${t.source} in ('RECORD_ACTION', 'CALL_RECORDING')`),
     check("recordings_state_check", sql`${t.state} in ('PENDING', 'SUCCEEDED', 'EMPTY', 'FAILED')`),
     check("recordings_channel_count_check", sql`${t.channelCount} in (1, 2)`),

@@ -44,11 +44,18 @@ export const transcriptions = pgTable(
     utterances: jsonb("utterances").$type<UtteranceRow[]>().notNull().default([]),
     createTime: timestamptz("create_time").notNull(),
     updateTime: timestamptz("update_time").notNull(),
+    /**
+     * The call engine making it while PENDING (src/work-holder.ts): a
+     * PENDING transcription whose engine is gone ends FAILED.
+     */
+    engineId: text("engine_id"),
   },
   (t) => [
     index("transcriptions_project_create_time_idx").on(t.projectId, t.createTime, t.id),
     index("transcriptions_project_call_create_time_idx").on(t.projectId, t.callId, t.createTime, t.id),
     index("transcriptions_recording_idx").on(t.recordingId),
+    // The liveness sweep's: the few PENDING ones, by engine.
+    index("transcriptions_pending_engine_idx").on(t.engineId).where(sql`${t.state} = 'PENDING'`),
     check("transcriptions_state_check", sql`${t.state} in ('PENDING', 'COMPLETED', 'FAILED')`),
   ],
 );

@@ -74,16 +74,19 @@ export class CallRecorder {
     const recordings = this.call.engine.options.recordings;
     const row = this.call.row;
     entry.created = recordings
-      .createPending({
-        projectId: row.projectId,
-        callId: row.id,
-        source: "CALL_RECORDING",
-        postProcessing: entry.settings.postProcessing,
-        readyUri: entry.settings.readyUri,
-        transcribe: entry.settings.transcribe ?? false,
-        transcriptionReadyUri: entry.settings.transcriptionReadyUri ?? "",
-        channelCount: this.bridged || entry.settings.trigger === "BRIDGE" ? 2 : 1,
-      })
+      .createPending(
+        {
+          projectId: row.projectId,
+          callId: row.id,
+          source: "CALL_RECORDING",
+          postProcessing: entry.settings.postProcessing,
+          readyUri: entry.settings.readyUri,
+          transcribe: entry.settings.transcribe ?? false,
+          transcriptionReadyUri: entry.settings.transcriptionReadyUri ?? "",
+          channelCount: this.bridged || entry.settings.trigger === "BRIDGE" ? 2 : 1,
+        },
+        this.call.engine.holder,
+      )
       .then(
         (r) => r.id,
         (err) => {
@@ -106,12 +109,16 @@ export class CallRecorder {
       this.call.engine.track(
         created.then(async (id) => {
           if (id === undefined) return;
-          await this.call.engine.options.recordings.complete(id, {
-            channels: audio.channels,
-            sampleRate: audio.sampleRate,
-            startTime: audio.startTime,
-            speech: audio.speech,
-          });
+          await this.call.engine.options.recordings.complete(
+            id,
+            {
+              channels: audio.channels,
+              sampleRate: audio.sampleRate,
+              startTime: audio.startTime,
+              speech: audio.speech,
+            },
+            this.call.engine.holder,
+          );
         }),
       );
     }

@@ -355,22 +355,30 @@ async function record(
     stopKey: action.stopKey ?? "",
   });
   const recordings = call.engine.options.recordings;
-  const pending = await recordings.createPending({
-    projectId: call.row.projectId,
-    callId: call.row.id,
-    source: "RECORD_ACTION",
-    postProcessing: action.postProcessing.length > 0 ? ["TRIM_SILENCE"] : [],
-    readyUri: action.recordingReadyUri === undefined ? "" : resolveUri(documentUri, action.recordingReadyUri),
-    channelCount: 1,
-  });
+  const pending = await recordings.createPending(
+    {
+      projectId: call.row.projectId,
+      callId: call.row.id,
+      source: "RECORD_ACTION",
+      postProcessing: action.postProcessing.length > 0 ? ["TRIM_SILENCE"] : [],
+      readyUri:
+        action.recordingReadyUri === undefined ? "" : resolveUri(documentUri, action.recordingReadyUri),
+      channelCount: 1,
+    },
+    call.engine.holder,
+  );
   const result = await recording;
   call.engine.track(
-    recordings.complete(pending.id, {
-      channels: result.audio.channels,
-      sampleRate: result.audio.sampleRate,
-      startTime: result.audio.startTime,
-      speech: result.audio.speech,
-    }),
+    recordings.complete(
+      pending.id,
+      {
+        channels: result.audio.channels,
+        sampleRate: result.audio.sampleRate,
+        startTime: result.audio.startTime,
+        speech: result.audio.speech,
+      },
+      call.engine.holder,
+    ),
   );
   if (call.terminal) return { kind: "end" };
   if (action.nextUri === undefined) return undefined;

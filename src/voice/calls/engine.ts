@@ -52,6 +52,7 @@ import { observeCallStarted } from "../../observability/calls.js";
 import type { RecordingsDomain } from "../../recordings/domain.js";
 import type { Carrier } from "../../telephony/carrier.js";
 import type { Scheduler } from "../../telephony/scheduler.js";
+import { WorkHolder } from "../../work-holder.js";
 import { StreamRegistry } from "../streams/registry.js";
 import { ActiveCall, type CallRole, type Patch } from "./active-call.js";
 import { CallRecorder } from "./call-recording.js";
@@ -94,6 +95,8 @@ export interface CallEngineOptions {
   kick?: () => void;
   /** Liveness heartbeat interval (ENGINE_HEARTBEAT_SECONDS); default 10. */
   heartbeatSeconds?: number;
+  /** How long a recording's end is tried again once the engine stops (ms; tests shorten it). */
+  workRetryMs?: number;
 }
 
 export class CallEngine {
@@ -103,6 +106,8 @@ export class CallEngine {
   /** This engine's id in `call_engines` and on the calls it drives. */
   readonly id = `engine-${newResourceId()}`;
   readonly liveness: EngineLiveness;
+  /** The recordings and transcriptions this engine is working on (src/work-holder.ts). */
+  readonly holder: WorkHolder;
   /** Lengths of `<Play>` audio (fetched and measured, cached). */
   readonly playAudio: PlayAudio;
   /** The media streams open in this process (Streams.StreamCall), which `<Stream>` connects calls to. */
@@ -111,10 +116,12 @@ export class CallEngine {
   constructor(readonly options: CallEngineOptions) {
     this.playAudio = new PlayAudio(options.delivery);
     this.streams = new StreamRegistry(options.scheduler);
+    this.holder = new WorkHolder(this.id, options.workRetryMs);
     this.liveness = new EngineLiveness(this.id, {
       db: options.db,
       log: options.log,
       recordings: options.recordings,
+      holder: this.holder,
       heartbeatSeconds: options.heartbeatSeconds ?? 10,
       callTime: () => options.scheduler.now(),
       onSwept: () => this.track(this.hangUpSwept()),
@@ -305,6 +312,8 @@ export class CallEngine {
   /** Hangs up every live call, recording FAILED SERVICE_SHUTDOWN; resolves once written and recordings processed. */
   async stop(): Promise<void> {
     this.stopped = true;
+    // From now on a recording's end is tried again for a bounded time: the stop waits for it.
+    this.holder.stop();
     // Children first: a parent ending would otherwise cancel them (CANCELLED).
     const live = [...this.active.values()].sort(
       (a, b) => Number(b.role === "child") - Number(a.role === "child"),

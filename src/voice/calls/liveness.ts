@@ -16,9 +16,16 @@
  * - sweeps, at start and on every heartbeat: a call not ended whose engine
  *   has not heartbeaten for 3 intervals (or is not registered any more)
  *   ends FAILED with error_code ENGINE_LOST — end_time the sweep's call time,
- *   its state update enqueued in the same transaction — and its PENDING
- *   recordings end FAILED TIMEOUT (their audio was in the dead process).
- *   Stale engine rows are then deleted.
+ *   its state update enqueued in the same transaction. Stale engine rows are
+ *   then deleted. Which engines live is read in the statement that ends
+ *   calls: an engine registering meanwhile is not taken for dead.
+ * - then ends the PENDING recordings (FAILED TIMEOUT) and transcriptions
+ *   (FAILED) that no engine holds (src/work-holder.ts): those of an engine
+ *   not alive (their audio was in its process; whatever call they belong
+ *   to), and this engine's own that it let go unfinished (an insert that
+ *   failed although it may have committed, processing that threw). Their
+ *   webhooks are sent. One that cannot be ended now is tried at the next
+ *   sweep.
  *
  * A live engine can lose a call too: a create whose transaction may have
  * committed although its reply never came (the connection was lost) was
@@ -29,13 +36,14 @@
  * not placed late: the client was told the create failed, and may have
  * created another.
  */
-import { and, eq, gte, inArray, isNotNull, lt, notInArray, or, sql } from "drizzle-orm";
+import { and, eq, gte, inArray, isNotNull, lt, notInArray, or, type SQLWrapper, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
-import { type CallRow, callEngines, calls, recordings } from "../../db/schema/index.js";
+import { type CallRow, callEngines, calls, recordings, transcriptions } from "../../db/schema/index.js";
 import { enqueueWebhook } from "../../events/outbox.js";
 import type { Logger } from "../../log.js";
 import { engineHeartbeatsTotal } from "../../observability/metrics.js";
 import type { RecordingsDomain } from "../../recordings/domain.js";
+import type { WorkHolder } from "../../work-holder.js";
 import { callName } from "./domain.js";
 import { callJson } from "./proto.js";
 
@@ -54,6 +62,8 @@ export interface LivenessOptions {
   db: Db;
   log: Logger;
   recordings: RecordingsDomain;
+  /** What this engine holds (recordings, transcriptions): its sweep leaves those alone. */
+  holder: WorkHolder;
   /** Seconds between heartbeats; an engine silent for 3 of them is dead. */
   heartbeatSeconds: number;
   /** Wall-clock time (tests pass their own). */
@@ -207,7 +217,10 @@ export class EngineLiveness {
     }
   }
 
-  /** Ends the calls of dead engines, and this engine's calls in doubt; returns them. */
+  /**
+   * Ends the calls of dead engines, and this engine's calls in doubt
+   * (returns them); then the recordings and transcriptions no engine holds.
+   */
   async sweep(): Promise<CallRow[]> {
     const now = this.now();
     const at = this.callTime();
@@ -218,13 +231,12 @@ export class EngineLiveness {
         ? new Date(now.getTime() - 3 * this.options.heartbeatSeconds * 1000)
         : new Date(0);
     const db = this.options.db;
+    // A subquery, not a list read first: an engine that registered since (and created calls) is alive.
+    const live: SQLWrapper = db
+      .select({ id: callEngines.id })
+      .from(callEngines)
+      .where(gte(callEngines.heartbeatTime, cutoff));
     const ended = await db.transaction(async (tx) => {
-      const liveIds = (
-        await tx
-          .select({ id: callEngines.id })
-          .from(callEngines)
-          .where(gte(callEngines.heartbeatTime, cutoff))
-      ).map((e) => e.id);
       const rows = await tx
         .update(calls)
         .set({
@@ -239,8 +251,7 @@ export class EngineLiveness {
             isNotNull(calls.engineId),
             notInArray(calls.state, [...TERMINAL]),
             or(
-              // No engine alive: every engine's calls are lost.
-              liveIds.length === 0 ? sql`true` : notInArray(calls.engineId, liveIds),
+              notInArray(calls.engineId, live),
               inDoubt.length === 0
                 ? undefined
                 : and(eq(calls.engineId, this.engineId), inArray(calls.id, inDoubt)),
@@ -263,28 +274,59 @@ export class EngineLiveness {
       return rows;
     });
     for (const id of inDoubt) this.inDoubtIds.delete(id);
-    if (ended.length === 0) return ended;
-    this.options.log.warn({ calls: ended.map(callName) }, "ended calls whose engine stopped");
-    const pending = await db
-      .select({ id: recordings.id })
-      .from(recordings)
-      .where(
-        and(
-          eq(recordings.state, "PENDING"),
-          inArray(
-            recordings.callId,
-            ended.map((c) => c.id),
+    if (ended.length > 0) {
+      this.options.log.warn({ calls: ended.map(callName) }, "ended calls whose engine stopped");
+      this.options.kick?.();
+    }
+    await this.sweepWork(live);
+    return ended;
+  }
+
+  /** Ends the PENDING recordings and transcriptions no engine holds (see the header). */
+  private async sweepWork(live: SQLWrapper): Promise<void> {
+    const { db, holder, log } = this.options;
+    const unheld = <T extends { id: string; engineId: string | null }>(rows: T[]) =>
+      rows.filter((r) => r.engineId !== this.engineId || !holder.holds(r.id));
+    const lostRecordings = unheld(
+      await db
+        .select({ id: recordings.id, engineId: recordings.engineId })
+        .from(recordings)
+        .where(
+          and(
+            eq(recordings.state, "PENDING"),
+            or(eq(recordings.engineId, this.engineId), notInArray(recordings.engineId, live)),
           ),
         ),
-      );
-    for (const r of pending) {
+    );
+    for (const r of lostRecordings) {
       try {
-        await this.options.recordings.fail(r.id, "TIMEOUT");
+        await this.options.recordings.fail(r.id, "TIMEOUT", holder);
+        log.warn({ recording: r.id, engine: r.engineId }, "ended a recording no engine held");
       } catch (err) {
-        this.options.log.warn({ err, recording: r.id }, "could not fail a recording of a lost call");
+        // Ended meanwhile (FAILED_PRECONDITION), deleted (NOT_FOUND), or the database: the next sweep sees.
+        log.warn({ err, recording: r.id }, "could not end a recording no engine held");
       }
     }
-    this.options.kick?.();
-    return ended;
+    const transcriptionsDomain = this.options.recordings.transcriptions;
+    if (transcriptionsDomain === undefined) return;
+    const lostTranscriptions = unheld(
+      await db
+        .select({ id: transcriptions.id, engineId: transcriptions.engineId })
+        .from(transcriptions)
+        .where(
+          and(
+            eq(transcriptions.state, "PENDING"),
+            or(eq(transcriptions.engineId, this.engineId), notInArray(transcriptions.engineId, live)),
+          ),
+        ),
+    );
+    for (const t of lostTranscriptions) {
+      try {
+        await transcriptionsDomain.fail(t.id);
+        log.warn({ transcription: t.id, engine: t.engineId }, "ended a transcription no engine held");
+      } catch (err) {
+        log.warn({ err, transcription: t.id }, "could not end a transcription no engine held");
+      }
+    }
   }
 }
