@@ -27,7 +27,7 @@ import type { Db } from "../../src/db/client.js";
 import { type Database, openPostgres } from "../../src/db/client.js";
 import { recordings, transcriptions, webhookEvents } from "../../src/db/schema/index.js";
 import { createLogger } from "../../src/log.js";
-import type { RecordingsDomain } from "../../src/recordings/domain.js";
+import type { NewRecording, Recording, RecordingsDomain } from "../../src/recordings/domain.js";
 import { createRecordings } from "../../src/recordings/index.js";
 import { type AudioProcessor, defaultProcessor } from "../../src/recordings/processing.js";
 import { createCallEngine } from "../../src/services.js";
@@ -91,6 +91,27 @@ async function webhooksNaming(db: Db, type: string, name: string) {
     .where(and(eq(webhookEvents.eventType, type), like(webhookEvents.body, `%"${name}"%`)));
 }
 
+/** A PENDING recording `holder` holds, on a call of its own (no call row: only the engine matters). */
+function createHeld(
+  recs: RecordingsDomain,
+  holder: WorkHolder,
+  projectId: string,
+  extra: Partial<NewRecording> = {},
+): Promise<Recording> {
+  return recs.createPending(
+    {
+      projectId,
+      callId: newResourceId(),
+      source: "CALL_RECORDING",
+      postProcessing: [],
+      readyUri: "",
+      channelCount: 1,
+      ...extra,
+    },
+    holder,
+  );
+}
+
 describe.each(testDatabases())("recordings and transcriptions no engine holds, on $name", (backend) => {
   const database = useTestDatabase(backend);
   const { engine } = setup(() => database.db);
@@ -103,19 +124,11 @@ describe.each(testDatabases())("recordings and transcriptions no engine holds, o
     const a = await engine();
     const b = await engine();
     // Recorded on a call that has ended already (no call row at all): only the engine matters.
-    const pending = await a.options.recordings.createPending(
-      {
-        projectId,
-        callId: newResourceId(),
-        source: "CALL_RECORDING",
-        postProcessing: [],
-        readyUri: "http://127.0.0.1:9/ready",
-        channelCount: 1,
-        transcribe: true,
-        transcriptionReadyUri: "http://127.0.0.1:9/transcribed",
-      },
-      a.holder,
-    );
+    const pending = await createHeld(a.options.recordings, a.holder, projectId, {
+      readyUri: "http://127.0.0.1:9/ready",
+      transcribe: true,
+      transcriptionReadyUri: "http://127.0.0.1:9/transcribed",
+    });
     expect((await recordingRow(pending.id))?.engineId).toBe(a.id);
 
     // a lives: b's sweep leaves it; a holds it: a's own sweep leaves it.
@@ -201,18 +214,10 @@ describe.each(testDatabases())("recordings and transcriptions no engine holds, o
   it("two engines sweeping at once end a lost recording once: one webhook, one transcription", async () => {
     const projectId = (await newProject(database.db)).split("/")[1]!;
     const [a, b, c] = [await engine(), await engine(), await engine()];
-    const pending = await a.options.recordings.createPending(
-      {
-        projectId,
-        callId: newResourceId(),
-        source: "CALL_RECORDING",
-        postProcessing: [],
-        readyUri: "http://127.0.0.1:9/ready",
-        channelCount: 1,
-        transcribe: true,
-      },
-      a.holder,
-    );
+    const pending = await createHeld(a.options.recordings, a.holder, projectId, {
+      readyUri: "http://127.0.0.1:9/ready",
+      transcribe: true,
+    });
     await a.liveness.stop();
     await Promise.all([b.liveness.sweep(), c.liveness.sweep()]);
     expect((await recordingRow(pending.id))?.state).toBe("FAILED");
@@ -227,18 +232,7 @@ describe.each(testDatabases())("recordings and transcriptions no engine holds, o
   it("an engine's own sweep ends the recordings it let go, and leaves the ones it holds", async () => {
     const projectId = (await newProject(database.db)).split("/")[1]!;
     const a = await engine();
-    const create = () =>
-      a.options.recordings.createPending(
-        {
-          projectId,
-          callId: newResourceId(),
-          source: "RECORD_ACTION",
-          postProcessing: [],
-          readyUri: "",
-          channelCount: 1,
-        },
-        a.holder,
-      );
+    const create = () => createHeld(a.options.recordings, a.holder, projectId);
     const [held, letGo] = [await create(), await create()];
     a.holder.release(letGo.id);
     await a.liveness.sweep();
@@ -287,17 +281,7 @@ describe.runIf(postgresBackend)("a recording's end over a failing connection", (
   };
 
   const newPending = async (recs: RecordingsDomain, holder: WorkHolder) =>
-    recs.createPending(
-      {
-        projectId: (await newProject(direct.db)).split("/")[1]!,
-        callId: newResourceId(),
-        source: "RECORD_ACTION",
-        postProcessing: [],
-        readyUri: "",
-        channelCount: 1,
-      },
-      holder,
-    );
+    createHeld(recs, holder, (await newProject(direct.db)).split("/")[1]!);
   const audio = () => ({ channels: tone(), sampleRate: 8000, startTime: new Date() });
 
   it("is tried again for as long as the engine runs, past the bound of a stopped one", async () => {
@@ -334,19 +318,7 @@ describe.runIf(postgresBackend)("a recording's end over a failing connection", (
     const projectId = (await newProject(direct.db)).split("/")[1]!;
     const lostBefore = proxy.lost();
     proxy.loseReplyTo(readyUri, { at: "INSERT" });
-    await expect(
-      a.options.recordings.createPending(
-        {
-          projectId,
-          callId: newResourceId(),
-          source: "CALL_RECORDING",
-          postProcessing: [],
-          readyUri,
-          channelCount: 1,
-        },
-        a.holder,
-      ),
-    ).rejects.toThrow();
+    await expect(createHeld(a.options.recordings, a.holder, projectId, { readyUri })).rejects.toThrow();
     expect(proxy.lost()).toBe(lostBefore + 1);
     const [row] = await direct.db.select().from(recordings).where(eq(recordings.readyUri, readyUri));
     expect(row).toMatchObject({ state: "PENDING", engineId: a.id });

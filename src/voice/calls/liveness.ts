@@ -284,48 +284,39 @@ export class EngineLiveness {
 
   /** Ends the PENDING recordings and transcriptions no engine holds (see the header). */
   private async sweepWork(live: SQLWrapper): Promise<void> {
+    const { recordings: recordingsDomain, holder } = this.options;
+    await this.endUnheld("recording", recordings, live, (id) => recordingsDomain.fail(id, "TIMEOUT", holder));
+    const transcriptionsDomain = recordingsDomain.transcriptions;
+    if (transcriptionsDomain !== undefined) {
+      await this.endUnheld("transcription", transcriptions, live, (id) => transcriptionsDomain.fail(id));
+    }
+  }
+
+  /** Ends (`end`) each PENDING row of `table` whose engine is not `live`, and this engine's own it does not hold. */
+  private async endUnheld(
+    kind: "recording" | "transcription",
+    table: typeof recordings | typeof transcriptions,
+    live: SQLWrapper,
+    end: (id: string) => Promise<unknown>,
+  ): Promise<void> {
     const { db, holder, log } = this.options;
-    const unheld = <T extends { id: string; engineId: string | null }>(rows: T[]) =>
-      rows.filter((r) => r.engineId !== this.engineId || !holder.holds(r.id));
-    const lostRecordings = unheld(
-      await db
-        .select({ id: recordings.id, engineId: recordings.engineId })
-        .from(recordings)
-        .where(
-          and(
-            eq(recordings.state, "PENDING"),
-            or(eq(recordings.engineId, this.engineId), notInArray(recordings.engineId, live)),
-          ),
+    const rows = await db
+      .select({ id: table.id, engineId: table.engineId })
+      .from(table)
+      .where(
+        and(
+          sql`${table.state} = 'PENDING'`,
+          or(eq(table.engineId, this.engineId), notInArray(table.engineId, live)),
         ),
-    );
-    for (const r of lostRecordings) {
+      );
+    for (const row of rows) {
+      if (row.engineId === this.engineId && holder.holds(row.id)) continue;
       try {
-        await this.options.recordings.fail(r.id, "TIMEOUT", holder);
-        log.warn({ recording: r.id, engine: r.engineId }, "ended a recording no engine held");
+        await end(row.id);
+        log.warn({ [kind]: row.id, engine: row.engineId }, `ended a ${kind} no engine held`);
       } catch (err) {
         // Ended meanwhile (FAILED_PRECONDITION), deleted (NOT_FOUND), or the database: the next sweep sees.
-        log.warn({ err, recording: r.id }, "could not end a recording no engine held");
-      }
-    }
-    const transcriptionsDomain = this.options.recordings.transcriptions;
-    if (transcriptionsDomain === undefined) return;
-    const lostTranscriptions = unheld(
-      await db
-        .select({ id: transcriptions.id, engineId: transcriptions.engineId })
-        .from(transcriptions)
-        .where(
-          and(
-            eq(transcriptions.state, "PENDING"),
-            or(eq(transcriptions.engineId, this.engineId), notInArray(transcriptions.engineId, live)),
-          ),
-        ),
-    );
-    for (const t of lostTranscriptions) {
-      try {
-        await transcriptionsDomain.fail(t.id);
-        log.warn({ transcription: t.id, engine: t.engineId }, "ended a transcription no engine held");
-      } catch (err) {
-        log.warn({ err, transcription: t.id }, "could not end a transcription no engine held");
+        log.warn({ err, [kind]: row.id }, `could not end a ${kind} no engine held`);
       }
     }
   }
