@@ -5,7 +5,8 @@
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { type Recordings, RecordingView } from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
-import { parseRecordingName, parseRecordingsParent, type RecordingsDomain } from "./domain.js";
+import type { RecordingsDomain } from "./domain.js";
+import { parseRecordingName, parseRecordingsParent } from "./names.js";
 import { recordingToProto } from "./proto.js";
 
 export function recordingsService(domain: RecordingsDomain): ServiceImpl<typeof Recordings> {
