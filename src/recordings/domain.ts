@@ -32,9 +32,12 @@
  * transcriptions are deleted in the same transaction).
  *
  * A recording created with `transcribe` is transcribed once terminal
- * (src/transcriptions/domain.ts): the stored audio (after post processing)
- * and what the network says was said in it (CompletedAudio.speech, shifted
- * by what TRIM_SILENCE cut) go to the Transcriber.
+ * (src/transcriptions/domain.ts): its transcription is written in the
+ * transaction that ends it (TranscriptionsDomain.open), so that no crash
+ * leaves an ended recording without one; then, when it SUCCEEDED, the
+ * stored audio (after post processing) and what the network says was said
+ * in it (CompletedAudio.speech, shifted by what TRIM_SILENCE cut) go to the
+ * Transcriber (TranscriptionsDomain.make).
  */
 import { toJsonString } from "@bufbuild/protobuf";
 import { badField, failedPrecondition, notFound } from "../api/errors.js";
@@ -51,13 +54,14 @@ import type {
   RecordingSourceValue,
   RecordingStateValue,
   RenditionRow,
+  TranscriptionRow,
 } from "../db/schema/index.js";
 import { DeadlineExceeded, withDeadline } from "../deadline.js";
 import { enqueueWebhook } from "../events/outbox.js";
 import type { Logger } from "../log.js";
 import { recordingProcessingDuration, recordingsProcessedTotal } from "../observability/metrics.js";
 import type { SpokenSegment } from "../telephony/carrier.js";
-import type { TranscriptionsDomain } from "../transcriptions/domain.js";
+import type { TranscribedRecording, TranscriptionsDomain } from "../transcriptions/domain.js";
 import { TranscriptionsRepository } from "../transcriptions/repository.js";
 import type { TranscriptionAudio } from "../transcriptions/transcriber.js";
 import { retryHeld, type WorkHolder } from "../work-holder.js";
@@ -120,7 +124,9 @@ export interface CompletedAudio {
 interface Ended {
   recording: Recording;
   ended: boolean;
-  /** What its transcription gets of its audio (asked for one, and has audio). */
+  /** The transcription opened with its end (it asked for one). */
+  transcription?: TranscriptionRow;
+  /** What that transcription gets of its audio (the recording SUCCEEDED). */
   transcribed?: TranscriptionAudio;
 }
 
@@ -162,6 +168,21 @@ function toRecording(row: RecordingRow): Recording {
     renditions: row.renditions,
     startTime: row.startTime ?? undefined,
     createTime: row.createTime,
+  };
+}
+
+/** What a transcription needs of its recording. */
+function transcribedOf(recording: Recording): TranscribedRecording {
+  if (recording.state === "PENDING") throw new Error(`${recording.name} is not terminal`);
+  return {
+    projectId: recording.projectId,
+    callId: recording.callId,
+    id: recording.id,
+    name: recording.name,
+    state: recording.state,
+    channelCount: recording.channelCount,
+    durationMs: recording.durationMs,
+    transcriptionReadyUri: recording.transcriptionReadyUri,
   };
 }
 
@@ -246,30 +267,17 @@ export class RecordingsDomain {
       // Ended, or given up (a fault): what is still PENDING is the sweep's.
       holder?.release(id);
     }
-    if (ended.ended) await this.transcribeIfAsked(ended.recording, ended.transcribed, holder);
+    await this.transcribe(ended, holder);
     return ended.recording;
   }
 
-  /** Hands a terminal recording asked to be transcribed (with its audio, when it has any) to the transcriptions. */
-  private async transcribeIfAsked(
-    recording: Recording,
-    audio: TranscriptionAudio | undefined,
-    holder: WorkHolder | undefined,
-  ): Promise<void> {
-    const transcriptions = this.options.transcriptions;
-    if (!recording.transcribe || transcriptions === undefined || recording.state === "PENDING") return;
-    await transcriptions.transcribe(
-      {
-        projectId: recording.projectId,
-        callId: recording.callId,
-        id: recording.id,
-        name: recording.name,
-        state: recording.state,
-        channelCount: recording.channelCount,
-        durationMs: recording.durationMs,
-        transcriptionReadyUri: recording.transcriptionReadyUri,
-      },
-      audio,
+  /** Makes the transcription `finish` opened with the recording's end (nothing when there is none). */
+  private async transcribe(ended: Ended, holder: WorkHolder | undefined): Promise<void> {
+    if (ended.transcription === undefined) return;
+    await this.options.transcriptions?.make(
+      ended.transcription,
+      ended.recording.durationMs,
+      ended.transcribed,
       holder,
     );
   }
@@ -305,16 +313,16 @@ export class RecordingsDomain {
       this.options.log.warn({ err, recording: row.id, code }, "recording processing failed");
       await this.deleteBlobs(stored);
       return this.finish(
-        row.id,
+        row,
         { state: "FAILED", errorCode: code, ...(channelsOk ? { channelCount } : {}) },
         holder,
       ).then(counted("FAILED"));
     }
     if (processed.empty) {
-      return this.finish(row.id, { state: "EMPTY", channelCount }, holder).then(counted("EMPTY"));
+      return this.finish(row, { state: "EMPTY", channelCount }, holder).then(counted("EMPTY"));
     }
     const finished = await this.finish(
-      row.id,
+      row,
       {
         state: "SUCCEEDED",
         channelCount,
@@ -325,22 +333,20 @@ export class RecordingsDomain {
       holder,
     );
     const done = counted("SUCCEEDED")(finished);
-    return row.transcribe && done.ended
-      ? { ...done, transcribed: transcriptionAudio(audio, processed) }
-      : done;
+    return done.transcription === undefined
+      ? done
+      : { ...done, transcribed: transcriptionAudio(audio, processed) };
   }
 
   /**
    * Ends a PENDING recording as FAILED with `code` (one that will never
-   * complete: the liveness sweep's). Its own writes are tried again for up
-   * to a minute (the next sweep tries again); its transcription, when it
-   * asked for one, is `holder`'s.
+   * complete: the liveness sweep's), with its transcription FAILED when it
+   * asked for one. Its writes are tried again for up to a minute (the next
+   * sweep tries again).
    */
-  async fail(id: string, code: RecordingErrorCodeValue, holder?: WorkHolder): Promise<Recording> {
-    await this.pending(id, undefined);
-    const failed = await this.finish(id, { state: "FAILED", errorCode: code }, undefined);
-    if (failed.ended) await this.transcribeIfAsked(failed.recording, undefined, holder);
-    return failed.recording;
+  async fail(id: string, code: RecordingErrorCodeValue): Promise<Recording> {
+    const row = await this.pending(id, undefined);
+    return (await this.finish(row, { state: "FAILED", errorCode: code }, undefined)).recording;
   }
 
   private async pending(id: string, holder: WorkHolder | undefined): Promise<RecordingRow> {
@@ -383,12 +389,15 @@ export class RecordingsDomain {
   }
 
   /**
-   * Writes the terminal state and its webhook in one transaction; `ended`
-   * is false when the recording was ended (or deleted) by someone else
-   * meanwhile, and then `recording` is as it is.
+   * Writes the terminal state and its webhook in one transaction, with the
+   * transcription when the recording asked for one (TranscriptionsDomain.open:
+   * terminal at once unless the recording SUCCEEDED; then PENDING, held by
+   * `holder`, and `transcription` for the caller to make). `ended` is false
+   * when the recording was ended (or deleted) by someone else meanwhile, and
+   * then `recording` is as it is.
    */
   private async finish(
-    id: string,
+    pending: RecordingRow,
     outcome: {
       state: "SUCCEEDED" | "EMPTY" | "FAILED";
       /** The channel count of the audio; unset: keep the PENDING row's. */
@@ -400,8 +409,13 @@ export class RecordingsDomain {
     },
     holder: WorkHolder | undefined,
   ): Promise<Ended> {
+    const { id } = pending;
     const now = this.options.clock.now();
     const renditions = outcome.renditions ?? [];
+    const transcriptions = pending.transcribe ? this.options.transcriptions : undefined;
+    // Chosen once, so that a repeat after a lost reply finds what the first try wrote.
+    const transcriptionId = transcriptions === undefined ? undefined : newResourceId();
+    let queued = false;
     const finishOnce = () =>
       this.options.db.transaction(async (tx) => {
         const row = await new RecordingsRepository(tx).finish(id, {
@@ -423,31 +437,53 @@ export class RecordingsDomain {
             body: toJsonString(RecordingSchema, recordingToProto(recording, this.options.links)),
             now,
           });
+          queued = true;
         }
-        return recording;
+        if (transcriptions === undefined || transcriptionId === undefined) return { recording };
+        const opened = await transcriptions.open(
+          tx,
+          transcribedOf(recording),
+          transcriptionId,
+          holder?.id ?? null,
+        );
+        queued ||= opened.queued;
+        return { recording, transcription: opened.row };
       });
     // Failed on the way (the connection, the server): made again until the
     // database answers (while the engine runs; for up to a minute once it
     // stopped or without one: src/work-holder.ts). A repeat that finds the row
     // finished as this try finishes it (same state, same complete_time)
     // takes it as done: the first try committed, its reply lost; its
-    // renditions are the row's (not blobs to delete).
-    const finished = await retryHeld(
-      holder,
-      async (n) => {
-        const done = await finishOnce();
-        if (done !== undefined || n === 0) return done;
-        const row = await this.repository.findById(id);
-        return row?.state === outcome.state && row.completeTime?.getTime() === now.getTime()
-          ? toRecording(row)
-          : undefined;
-      },
-      (err, retryInMs) =>
-        this.options.log.warn(
-          { err, recording: id, retryInMs },
-          "could not record a recording's end; retrying",
-        ),
-    );
+    // renditions are the row's (not blobs to delete), its transcription the
+    // one it opened.
+    if (transcriptionId !== undefined) holder?.hold(transcriptionId);
+    let finished: Omit<Ended, "ended"> | undefined;
+    try {
+      finished = await retryHeld(
+        holder,
+        async (n) => {
+          const done = await finishOnce();
+          if (done !== undefined || n === 0) return done;
+          const row = await this.repository.findById(id);
+          if (row?.state !== outcome.state || row.completeTime?.getTime() !== now.getTime()) return undefined;
+          const transcription =
+            transcriptionId === undefined
+              ? undefined
+              : await new TranscriptionsRepository(this.options.db).findById(transcriptionId);
+          return { recording: toRecording(row), ...(transcription === undefined ? {} : { transcription }) };
+        },
+        (err, retryInMs) =>
+          this.options.log.warn(
+            { err, recording: id, retryInMs },
+            "could not record a recording's end; retrying",
+          ),
+      );
+    } finally {
+      // Held from here on only while PENDING (`make` releases it).
+      if (transcriptionId !== undefined && finished?.transcription?.state !== "PENDING") {
+        holder?.release(transcriptionId);
+      }
+    }
     if (finished === undefined) {
       // Deleted (or finished by someone else) while processing: keep nothing.
       await this.deleteBlobs(renditions);
@@ -455,8 +491,8 @@ export class RecordingsDomain {
       if (row === undefined) throw notFound(RESOURCE_TYPE, `recordings/${id}`);
       return { recording: toRecording(row), ended: false };
     }
-    if (finished.readyUri !== "") this.options.kick?.();
-    return { recording: finished, ended: true };
+    if (queued) this.options.kick?.();
+    return { ...finished, ended: true };
   }
 
   private async deleteBlobs(renditions: readonly RenditionRow[]): Promise<void> {

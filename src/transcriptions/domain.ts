@@ -1,18 +1,20 @@
 /**
  * Transcriptions: the words spoken in a recording, made when a recording
  * configured with `transcribe: DEFAULT` (Call.options.recording, a SIP
- * domain's call_recording) reaches its terminal state
- * (RecordingsDomain.complete calls `transcribe`):
+ * domain's call_recording) reaches its terminal state. The transcription
+ * is written in the transaction that writes that state (`open`, called by
+ * RecordingsDomain), so a recording never ends without it:
  *
- * - SUCCEEDED: a PENDING transcription (channel_count of the recording) is
- *   created, the Transcriber (transcriber.ts) runs on the stored audio,
- *   then in one transaction the transcription becomes COMPLETED (duration =
+ * - SUCCEEDED: a PENDING transcription (channel_count of the recording);
+ *   then (`make`) the Transcriber (transcriber.ts) runs on the stored audio,
+ *   and in one transaction the transcription becomes COMPLETED (duration =
  *   the recording's, utterances) or FAILED (the transcriber rejected or took
  *   longer than `timeoutMs`) and, when it has a ready_uri, the
  *   TRANSCRIPTION_READY webhook (body: the Transcription, FULL view, proto3
  *   JSON) is queued;
- * - EMPTY (nothing but silence): COMPLETED at once, no utterances;
- * - FAILED: FAILED at once.
+ * - EMPTY (nothing but silence): COMPLETED at once, no utterances, its
+ *   webhook queued with the recording's end;
+ * - FAILED: FAILED at once, likewise.
  * Either way the webhook is sent once, on the terminal state. Writing the
  * terminal state is tried again while the database fails on the way, for as
  * long as the engine making it runs (for up to a minute once it stopped, or
@@ -42,7 +44,7 @@ import { newResourceId } from "../api/ids.js";
 import { projectName } from "../api/names.js";
 import { type PageResult, readPage } from "../api/pagination.js";
 import type { Clock } from "../clock.js";
-import type { Db } from "../db/client.js";
+import type { Db, DbOrTx } from "../db/client.js";
 import type { TranscriptionRow, TranscriptionStateValue, UtteranceRow } from "../db/schema/index.js";
 import { withDeadline } from "../deadline.js";
 import { enqueueWebhook } from "../events/outbox.js";
@@ -179,8 +181,49 @@ export class TranscriptionsDomain {
   }
 
   /**
+   * Writes the transcription of `recording`, which is reaching its terminal
+   * state in `tx` (so that a recording never ends without its transcription,
+   * whatever becomes of the process after the commit): FAILED for a FAILED
+   * recording, COMPLETED without utterances for an EMPTY one (each with its
+   * webhook queued in `tx`), PENDING for a SUCCEEDED one, carrying
+   * `engineId` (its holder: `make` turns it into words). `queued`: a webhook
+   * was queued.
+   */
+  async open(
+    tx: DbOrTx,
+    recording: TranscribedRecording,
+    id: string,
+    engineId: string | null,
+  ): Promise<{ row: TranscriptionRow; queued: boolean }> {
+    const now = this.options.clock.now();
+    const terminal =
+      recording.state === "FAILED"
+        ? ({ state: "FAILED", durationMs: null } as const)
+        : recording.state === "EMPTY"
+          ? ({ state: "COMPLETED", durationMs: 0 } as const)
+          : undefined;
+    const row = await new TranscriptionsRepository(tx).insert({
+      id,
+      projectId: recording.projectId,
+      callId: recording.callId,
+      recordingId: recording.id,
+      state: terminal?.state ?? "PENDING",
+      durationMs: terminal?.durationMs ?? null,
+      channelCount: recording.channelCount,
+      readyUri: recording.transcriptionReadyUri,
+      createTime: now,
+      updateTime: now,
+      engineId,
+    });
+    if (terminal === undefined || row.readyUri === "") return { row, queued: false };
+    await this.enqueueReady(tx, row, now);
+    return { row, queued: true };
+  }
+
+  /**
    * Makes the transcription of a recording that reached its terminal state
-   * (see the header), held by `holder` while PENDING. Never throws.
+   * (see the header), held by `holder` while PENDING: `open` in a
+   * transaction of its own, then `make`. Never throws.
    */
   async transcribe(
     recording: TranscribedRecording,
@@ -190,59 +233,48 @@ export class TranscriptionsDomain {
     const id = newResourceId();
     holder?.hold(id);
     try {
-      await this.make(id, recording, audio, holder);
+      const opened = await this.options.db.transaction((tx) =>
+        this.open(tx, recording, id, holder?.id ?? null),
+      );
+      if (opened.queued) this.options.kick?.();
+      await this.make(opened.row, recording.durationMs, audio, holder);
+    } catch (err) {
+      this.options.log.error({ err, recording: recording.name }, "could not create a transcription");
     } finally {
-      // Ended, or given up: what is still PENDING is the sweep's.
       holder?.release(id);
     }
   }
 
-  private async make(
-    id: string,
-    recording: TranscribedRecording,
+  /**
+   * Turns an opened PENDING transcription (`open`) into words, then ends it
+   * COMPLETED, or FAILED when the transcriber rejects or takes too long
+   * (COMPLETED without utterances when there is no audio); nothing when it
+   * is already terminal. Releases it from `holder` once ended (or given up:
+   * what is still PENDING is the sweep's). Never throws.
+   */
+  async make(
+    row: TranscriptionRow,
+    durationMs: number | undefined,
     audio: TranscriptionAudio | undefined,
     holder: WorkHolder | undefined,
   ): Promise<void> {
-    const now = this.options.clock.now();
-    let row: TranscriptionRow;
     try {
-      row = await this.repository.insert({
-        id,
-        projectId: recording.projectId,
-        callId: recording.callId,
-        recordingId: recording.id,
-        state: "PENDING",
-        channelCount: recording.channelCount,
-        readyUri: recording.transcriptionReadyUri,
-        createTime: now,
-        updateTime: now,
-        engineId: holder?.id ?? null,
-      });
-    } catch (err) {
-      this.options.log.error({ err, recording: recording.name }, "could not create a transcription");
-      return;
-    }
-    if (recording.state === "FAILED") return this.finish(row, "FAILED", null, [], holder);
-    if (recording.state === "EMPTY" || audio === undefined) {
-      return this.finish(row, "COMPLETED", 0, [], holder);
-    }
-    const durationMs = recording.durationMs ?? 0;
-    try {
-      const utterances = await withDeadline(
-        () => this.options.transcriber.transcribe(audio),
-        this.options.timeoutMs,
-        "transcription",
-      );
-      await this.finish(
-        row,
-        "COMPLETED",
-        durationMs,
-        clean(utterances, row.channelCount, durationMs),
-        holder,
-      );
-    } catch (err) {
-      this.options.log.warn({ err, transcription: transcriptionName(row) }, "transcription failed");
-      await this.finish(row, "FAILED", null, [], holder);
+      if (row.state !== "PENDING") return;
+      if (audio === undefined) return await this.finish(row, "COMPLETED", 0, [], holder);
+      const duration = durationMs ?? 0;
+      try {
+        const utterances = await withDeadline(
+          () => this.options.transcriber.transcribe(audio),
+          this.options.timeoutMs,
+          "transcription",
+        );
+        await this.finish(row, "COMPLETED", duration, clean(utterances, row.channelCount, duration), holder);
+      } catch (err) {
+        this.options.log.warn({ err, transcription: transcriptionName(row) }, "transcription failed");
+        await this.finish(row, "FAILED", null, [], holder);
+      }
+    } finally {
+      holder?.release(row.id);
     }
   }
 
@@ -275,13 +307,7 @@ export class TranscriptionsDomain {
           updateTime: now,
         });
         if (done === undefined || done.readyUri === "") return false;
-        await enqueueWebhook(tx, {
-          projectId: done.projectId,
-          eventType: "TRANSCRIPTION_READY",
-          uris: [done.readyUri],
-          body: toJsonString(TranscriptionSchema, transcriptionToProto(done, true)),
-          now,
-        });
+        await this.enqueueReady(tx, done, now);
         return true;
       });
     // Failed on the way (the connection, the server): made again (see the
@@ -301,6 +327,17 @@ export class TranscriptionsDomain {
         "could not finish a transcription",
       );
     }
+  }
+
+  /** Queues the TRANSCRIPTION_READY webhook of a terminal transcription (body: FULL view) in `tx`. */
+  private async enqueueReady(tx: DbOrTx, row: TranscriptionRow, now: Date): Promise<void> {
+    await enqueueWebhook(tx, {
+      projectId: row.projectId,
+      eventType: "TRANSCRIPTION_READY",
+      uris: [row.readyUri],
+      body: toJsonString(TranscriptionSchema, transcriptionToProto(row, true)),
+      now,
+    });
   }
 
   async get(ref: TranscriptionRef): Promise<TranscriptionRow> {

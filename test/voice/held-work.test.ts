@@ -20,7 +20,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { and, eq, like } from "drizzle-orm";
+import { and, eq, like, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newResourceId } from "../../src/api/ids.js";
 import type { Db } from "../../src/db/client.js";
@@ -145,7 +145,8 @@ describe.each(testDatabases())("recordings and transcriptions no engine holds, o
       .from(transcriptions)
       .where(eq(transcriptions.recordingId, pending.id));
     expect(more).toHaveLength(0);
-    expect(transcription).toMatchObject({ state: "FAILED", engineId: b.id });
+    // Written FAILED with the recording's end: no engine ever holds it.
+    expect(transcription).toMatchObject({ state: "FAILED", engineId: null });
 
     // A second sweep changes nothing: one webhook each.
     await b.liveness.sweep();
@@ -209,6 +210,63 @@ describe.each(testDatabases())("recordings and transcriptions no engine holds, o
     ).toHaveLength(1);
     // Written before engines stamped their rows: no engine is known to have lost it.
     expect((await recordingRow(unclaimed))?.state).toBe("PENDING");
+  });
+
+  it("a recording ends with its transcription or not at all: while the transcription cannot be written, it stays PENDING", async () => {
+    const projectId = (await newProject(database.db)).split("/")[1]!;
+    const a = await engine();
+    const pending = await createHeld(a.options.recordings, a.holder, projectId, {
+      readyUri: "http://127.0.0.1:9/ready",
+      transcribe: true,
+      transcriptionReadyUri: "http://127.0.0.1:9/transcribed",
+    });
+    // This recording's transcription cannot be written: a fault the driver takes as transient
+    // (SQLSTATE 53400, the server out of resources), so its end is tried again.
+    const refuse = `refuse_${pending.id}`;
+    await database.db.execute(
+      sql.raw(`create function ${refuse}() returns trigger language plpgsql as $$
+        begin
+          if new.recording_id = '${pending.id}' then
+            raise exception 'refused by the test' using errcode = '53400';
+          end if;
+          return new;
+        end $$`),
+    );
+    await database.db.execute(
+      sql.raw(`create trigger ${refuse} before insert on transcriptions
+        for each row execute function ${refuse}()`),
+    );
+    const completing = a.options.recordings.complete(
+      pending.id,
+      {
+        channels: tone(),
+        sampleRate: 8000,
+        startTime: new Date(),
+        speech: [{ channel: 0, offsetMs: 0, durationMs: 1000, text: "quokka" }],
+      },
+      a.holder,
+    );
+    try {
+      await sleep(600);
+      // Not ended without it: a crash now would leave a PENDING recording, which the sweep ends.
+      expect((await recordingRow(pending.id))?.state).toBe("PENDING");
+      expect(await webhooksNaming(database.db, "RECORDING_READY", pending.name)).toHaveLength(0);
+      expect(a.holder.holds(pending.id)).toBe(true);
+    } finally {
+      await database.db.execute(sql.raw(`drop trigger ${refuse} on transcriptions`));
+      await database.db.execute(sql.raw(`drop function ${refuse}()`));
+    }
+    expect((await completing).state).toBe("SUCCEEDED");
+    const made = await database.db
+      .select()
+      .from(transcriptions)
+      .where(eq(transcriptions.recordingId, pending.id));
+    expect(made).toMatchObject([{ state: "COMPLETED", engineId: a.id }]);
+    expect(made[0]!.utterances.map((u) => u.text)).toEqual(["quokka"]);
+    expect(await webhooksNaming(database.db, "RECORDING_READY", pending.name)).toHaveLength(1);
+    const name = `projects/${projectId}/calls/${pending.callId}/transcriptions/${made[0]!.id}`;
+    expect(await webhooksNaming(database.db, "TRANSCRIPTION_READY", name)).toHaveLength(1);
+    expect(a.holder.holds(pending.id) || a.holder.holds(made[0]!.id)).toBe(false);
   });
 
   it("two engines sweeping at once end a lost recording once: one webhook, one transcription", async () => {

@@ -8,8 +8,9 @@
  * - So is an incoming call whose insert's reply was lost (the caller is
  *   refused).
  * - A recording's end is made again likewise; a repeat that finds it made
- *   (its reply lost) keeps its audio, and RECORDING_READY is sent once. So
- *   is a transcription's end.
+ *   (its reply lost) keeps its audio, and RECORDING_READY is sent once; the
+ *   transcription opened with that end is made once. So is a
+ *   transcription's end.
  * - A heartbeat that failed makes the next new call register its engine
  *   again first: the others may have swept it meanwhile.
  * - A transition whose statement failed (the database out of reach) or
@@ -257,6 +258,35 @@ describe.runIf(postgresBackend)("a call's writes over a failing connection", () 
     for (let i = 0; i < 750 && !states.requests.some((r) => r.path === "/ready"); i++) await sleep(20);
     await sleep(100);
     expect(states.requests.filter((r) => r.path === "/ready")).toHaveLength(1);
+  });
+
+  it("a recording whose end's reply was lost is transcribed once, by the transcription its end opened", async () => {
+    const { project, from } = await owner();
+    const to = await route({ ringSeconds: 1, talkSeconds: 4 });
+    serve({ "/start": xml('<Say>Wombat lighthouse</Say><Wait Seconds="600"/>') });
+    const lostBefore = proxy.lost();
+    // The recording's end and its transcription commit together; the COMMIT's reply is lost.
+    proxy.loseReplyTo("SUCCEEDED", { at: "COMMIT" });
+    const call = await create(project, from, to, "recording-end-transcribed", {
+      trigger: Trigger.ANSWER,
+      recordingReadyUri: `${states.base}/ready-transcribed`,
+      transcribe: TranscribeOption.DEFAULT,
+      transcriptionReadyUri: `${states.base}/transcribed-once`,
+    });
+    await harness.runToEnd(call.name);
+    await harness.app.engine.idle();
+    expect(proxy.lost()).toBe(lostBefore + 1);
+    expect((await recordingOf(call.name))?.state).toBe(Recording_State.SUCCEEDED);
+    const { transcriptions } = await harness
+      .client(Transcriptions)
+      .listTranscriptions({ parent: call.name, view: TranscriptionView.FULL });
+    expect(transcriptions.map((t) => t.state)).toEqual([Transcription_State.COMPLETED]);
+    expect(transcriptions[0]?.utterances.map((u) => u.text)).toEqual(["Wombat lighthouse"]);
+    const sent = (path: string) => states.requests.filter((r) => r.path === path);
+    for (let i = 0; i < 750 && sent("/transcribed-once").length === 0; i++) await sleep(20);
+    await sleep(100);
+    expect(sent("/ready-transcribed")).toHaveLength(1);
+    expect(sent("/transcribed-once")).toHaveLength(1);
   });
 
   it("an incoming call whose insert reply was lost is refused, and the call is ended, never answered", async () => {

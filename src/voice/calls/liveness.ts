@@ -284,8 +284,8 @@ export class EngineLiveness {
 
   /** Ends the PENDING recordings and transcriptions no engine holds (see the header). */
   private async sweepWork(live: SQLWrapper): Promise<void> {
-    const { recordings: recordingsDomain, holder } = this.options;
-    await this.endUnheld("recording", recordings, live, (id) => recordingsDomain.fail(id, "TIMEOUT", holder));
+    const { recordings: recordingsDomain } = this.options;
+    await this.endUnheld("recording", recordings, live, (id) => recordingsDomain.fail(id, "TIMEOUT"));
     const transcriptionsDomain = recordingsDomain.transcriptions;
     if (transcriptionsDomain !== undefined) {
       await this.endUnheld("transcription", transcriptions, live, (id) => transcriptionsDomain.fail(id));
