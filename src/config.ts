@@ -37,8 +37,14 @@ export interface Config {
    *   network gone without a close), closed, and its requests UNAVAILABLE.
    *   Must exceed the statement timeout. Default the statement timeout plus
    *   15000 (45000), or 0 (none) when the statement timeout is 0.
+   * - DATABASE_CONNECT_TIMEOUT_MS: how long a new connection may take to be
+   *   ready, and how long a run of failed connection attempts (the database
+   *   down, or a proxy in front of it closing them) may hold a request before
+   *   it is UNAVAILABLE; later requests then fail after one attempt each
+   *   until a connection gets through. Default 10000.
    * Sent to the server as session parameters at connect: a `statement_timeout`
-   * or `idle_in_transaction_session_timeout` in DATABASE_URL's query wins.
+   * or `idle_in_transaction_session_timeout` in DATABASE_URL's query wins, as
+   * does its `connect_timeout` (in seconds).
    */
   databaseTimeouts: DatabaseTimeouts;
   /** Where the embedded database and other local state live. */
@@ -352,7 +358,8 @@ function databaseTimeouts(env: NodeJS.ProcessEnv): DatabaseTimeouts {
       "DATABASE_REPLY_TIMEOUT_MS needs a DATABASE_STATEMENT_TIMEOUT_MS shorter than it: with no statement timeout, a long statement would be taken for a lost connection",
     );
   }
-  return { statementMs, idleInTransactionMs, replyMs };
+  const connectMs = int(env, "DATABASE_CONNECT_TIMEOUT_MS", 10_000, 100, 10 * 60_000);
+  return { statementMs, idleInTransactionMs, replyMs, connectMs };
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];

@@ -62,6 +62,11 @@ export interface DatabaseTimeouts {
   idleInTransactionMs: number;
   /** The driver's `reply_timeout` (scripts/patches/postgres+3.4.9.patch, porsager/postgres#1089). */
   replyMs: number;
+  /**
+   * The driver's `connect_timeout`: a connection's startup, and the pool's
+   * run of failed startups a query may wait through (the patch, #1193).
+   */
+  connectMs: number;
 }
 
 /** Opens the database `config` names. Does not migrate: call `migrate()`. */
@@ -135,7 +140,7 @@ export function openPostgres(url: string, timeouts?: DatabaseTimeouts): Database
     max: 10,
     onnotice: () => {},
     backoff: reconnectDelaySeconds,
-    ...(timeouts && sessionLimits(timeouts)),
+    ...(timeouts && sessionLimits(url, timeouts)),
   } as postgres.Options<Record<string, postgres.PostgresType>>);
   const db = drizzlePostgres({ client, schema });
   return {
@@ -148,17 +153,22 @@ export function openPostgres(url: string, timeouts?: DatabaseTimeouts): Database
 
 /**
  * The driver options that carry `timeouts`: two session parameters sent at
- * connect (DATABASE_URL's query, applied after them, wins) and the patch's
- * `reply_timeout`, in seconds. The migration's own connection has none: a
- * migration may rightly take long, or wait for another replica's.
+ * connect (DATABASE_URL's query, applied after them, wins), the patch's
+ * `reply_timeout` and `connect_timeout`, in seconds (a `connect_timeout` in
+ * DATABASE_URL's query wins: the driver would take ours over it). The
+ * migration's own connection has none: a migration may rightly take long,
+ * or wait for another replica's.
  */
-function sessionLimits(timeouts: DatabaseTimeouts) {
+export function sessionLimits(url: string, timeouts: DatabaseTimeouts) {
+  // Not `new URL`: a multi-host DATABASE_URL (postgres://a:5432,b:5432/db) is not a WHATWG URL.
+  const urlConnectTimeout = /[?&]connect_timeout=/.test(url);
   return {
     connection: {
       statement_timeout: timeouts.statementMs,
       idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
     },
     reply_timeout: timeouts.replyMs / 1000,
+    ...(urlConnectTimeout ? {} : { connect_timeout: timeouts.connectMs / 1000 }),
   };
 }
 

@@ -21,18 +21,19 @@ import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
-import { openDatabase } from "../../src/db/client.js";
+import { openDatabase, sessionLimits } from "../../src/db/client.js";
 import { useProxiedApp } from "../support/proxied-app.js";
 
 /** Anything of the driver's or the server's that must not reach a caller. */
 const DRIVER = /CONNECTION_|REPLY_TIMEOUT|ECONN|postgres|statement timeout|57014|127\.0\.0\.1:\d/i;
 
 describe("database timeouts: the settings", () => {
-  it("default to a 30 s statement timeout, 60 s idle in a transaction, and a 45 s reply timeout", () => {
+  it("default to a 30 s statement timeout, 60 s idle in a transaction, a 45 s reply timeout, and 10 s to connect", () => {
     expect(loadConfig({}).databaseTimeouts).toEqual({
       statementMs: 30_000,
       idleInTransactionMs: 60_000,
       replyMs: 45_000,
+      connectMs: 10_000,
     });
   });
 
@@ -42,6 +43,7 @@ describe("database timeouts: the settings", () => {
       statementMs: 0,
       idleInTransactionMs: 60_000,
       replyMs: 0,
+      connectMs: 10_000,
     });
   });
 
@@ -53,6 +55,7 @@ describe("database timeouts: the settings", () => {
     ],
     [{ DATABASE_REPLY_TIMEOUT_MS: "soon" }, /DATABASE_REPLY_TIMEOUT_MS must be an integer/],
     [{ DATABASE_REPLY_TIMEOUT_MS: "30000" }, /must be longer than DATABASE_STATEMENT_TIMEOUT_MS/],
+    [{ DATABASE_CONNECT_TIMEOUT_MS: "0" }, /DATABASE_CONNECT_TIMEOUT_MS must be an integer/],
     [
       { DATABASE_STATEMENT_TIMEOUT_MS: "0", DATABASE_REPLY_TIMEOUT_MS: "5000" },
       /needs a DATABASE_STATEMENT_TIMEOUT_MS/,
@@ -60,6 +63,22 @@ describe("database timeouts: the settings", () => {
   ])("refuse %j", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+describe("database timeouts: the driver's options", () => {
+  it("carry them in seconds; a connect_timeout in DATABASE_URL's query wins", () => {
+    const timeouts = loadConfig({ DATABASE_CONNECT_TIMEOUT_MS: "2500" }).databaseTimeouts;
+    expect(sessionLimits("postgres://app@db:5432/switchboard", timeouts)).toEqual({
+      connection: { statement_timeout: 30_000, idle_in_transaction_session_timeout: 60_000 },
+      reply_timeout: 45,
+      connect_timeout: 2.5,
+    });
+    for (const url of [
+      "postgres://app@db:5432/switchboard?connect_timeout=7",
+      "postgres://app@a:5432,b:5432/switchboard?sslmode=require&connect_timeout=7",
+    ]) {
+      expect(sessionLimits(url, timeouts)).not.toHaveProperty("connect_timeout");
+    }
   });
 });
 
@@ -95,7 +114,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)(
       const database = await openDatabase({
         databaseUrl: app.directUrl,
         dataDir: "/nonexistent",
-        databaseTimeouts: { statementMs: 1234, idleInTransactionMs: 5678, replyMs: 9000 },
+        databaseTimeouts: { statementMs: 1234, idleInTransactionMs: 5678, replyMs: 9000, connectMs: 5000 },
       });
       try {
         const rows = await database.db.execute(
@@ -160,6 +179,43 @@ describe.runIf(process.env.TEST_DATABASE_URL)(
         await holder.end({ timeout: 1 });
       }
       expect((await grpcFailure("+61255501235"))?.code).toBe(Code.NotFound);
+    });
+  },
+);
+
+describe.runIf(process.env.TEST_DATABASE_URL)(
+  "database timeouts: a database whose connections close while they start (PostgreSQL)",
+  () => {
+    const CONNECT_MS = 3000;
+    const parent = "projects/db-closing";
+    const app = useProxiedApp("db-closing", { DATABASE_CONNECT_TIMEOUT_MS: String(CONNECT_MS) });
+    const get = () =>
+      app
+        .grpc()
+        .getUnsubscriber({ name: `${parent}/unsubscribers/+61255501299` })
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+
+    it("UNAVAILABLE once DATABASE_CONNECT_TIMEOUT_MS of attempts failed, then at once until it is back", async () => {
+      expect((await get())?.code).toBe(Code.NotFound);
+      // Every connection is dropped, and new ones are accepted and closed (a proxy in front of a
+      // database that is down). The service's own background work may have started the run of
+      // attempts up to a second before this request.
+      app.proxy.refuse(true);
+      const t0 = performance.now();
+      const err = await get();
+      const ms = performance.now() - t0;
+      expect(err?.code).toBe(Code.Unavailable);
+      expect(err?.rawMessage).toBe("the database is unavailable: try again later");
+      expect(ms).toBeGreaterThanOrEqual(CONNECT_MS - 1500);
+      expect(ms).toBeLessThan(CONNECT_MS + 3000);
+      const t1 = performance.now();
+      expect((await get())?.code).toBe(Code.Unavailable);
+      expect(performance.now() - t1).toBeLessThan(CONNECT_MS - 1500);
+      app.proxy.refuse(false);
+      expect((await get())?.code).toBe(Code.NotFound);
     });
   },
 );

@@ -37,9 +37,9 @@ export function useProxiedApp(project: string, env: NodeJS.ProcessEnv = {}): Pro
     scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
     proxy = await startPgProxy(scratch.url);
     // A statement meeting an outage fails within a second (the pool's connect budget: startup-close.test.ts).
-    const url = new URL(proxy.url);
-    url.searchParams.set("connect_timeout", "1");
-    app = await build({ config: testConfig({ DATABASE_URL: url.toString(), ...env }) });
+    app = await build({
+      config: testConfig({ DATABASE_URL: proxy.url, DATABASE_CONNECT_TIMEOUT_MS: "1000", ...env }),
+    });
     const address = await app.listen(0, "127.0.0.1");
     base = `http://127.0.0.1:${address.port}`;
     const transport = createConnectTransport({
