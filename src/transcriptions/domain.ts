@@ -40,7 +40,6 @@ import {
   UtteranceSchema,
 } from "../../gen/enfonica/voice/v1beta1/transcriptions_pb.js";
 import { badField, notFound } from "../api/errors.js";
-import { newResourceId } from "../api/ids.js";
 import { projectName } from "../api/names.js";
 import { type PageResult, readPage } from "../api/pagination.js";
 import type { Clock } from "../clock.js";
@@ -218,31 +217,6 @@ export class TranscriptionsDomain {
     if (terminal === undefined || row.readyUri === "") return { row, queued: false };
     await this.enqueueReady(tx, row, now);
     return { row, queued: true };
-  }
-
-  /**
-   * Makes the transcription of a recording that reached its terminal state
-   * (see the header), held by `holder` while PENDING: `open` in a
-   * transaction of its own, then `make`. Never throws.
-   */
-  async transcribe(
-    recording: TranscribedRecording,
-    audio: TranscriptionAudio | undefined,
-    holder?: WorkHolder,
-  ): Promise<void> {
-    const id = newResourceId();
-    holder?.hold(id);
-    try {
-      const opened = await this.options.db.transaction((tx) =>
-        this.open(tx, recording, id, holder?.id ?? null),
-      );
-      if (opened.queued) this.options.kick?.();
-      await this.make(opened.row, recording.durationMs, audio, holder);
-    } catch (err) {
-      this.options.log.error({ err, recording: recording.name }, "could not create a transcription");
-    } finally {
-      holder?.release(id);
-    }
   }
 
   /**

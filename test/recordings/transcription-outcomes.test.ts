@@ -62,6 +62,16 @@ describe.each(testDatabases())("transcription outcomes on $name", (backend) => {
     };
   }
 
+  /** What RecordingsDomain does with a recording's end: `open` in its transaction, then `make`. */
+  async function transcribe(
+    d: TranscriptionsDomain,
+    r: TranscribedRecording,
+    audio: TranscriptionAudio | undefined,
+  ): Promise<void> {
+    const { row } = await database.db.transaction((tx) => d.open(tx, r, newResourceId(), null));
+    await d.make(row, r.durationMs, audio, undefined);
+  }
+
   async function outcome(r: TranscribedRecording) {
     const rows = await database.db.select().from(transcriptions).where(eq(transcriptions.recordingId, r.id));
     const hooks = await database.db
@@ -75,7 +85,7 @@ describe.each(testDatabases())("transcription outcomes on $name", (backend) => {
 
   it("the simulator's transcriber: COMPLETED, utterances in time order, one webhook with them", async () => {
     const r = await recording("SUCCEEDED");
-    await domain(new SimulatorTranscriber()).transcribe(r, AUDIO);
+    await transcribe(domain(new SimulatorTranscriber()), r, AUDIO);
     const { rows, hooks } = await outcome(r);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.state).toBe("COMPLETED");
@@ -97,7 +107,7 @@ describe.each(testDatabases())("transcription outcomes on $name", (backend) => {
       [slow, 50],
     ] as const) {
       const r = await recording("SUCCEEDED");
-      await domain(transcriber, timeout).transcribe(r, AUDIO);
+      await transcribe(domain(transcriber, timeout), r, AUDIO);
       const { rows, hooks } = await outcome(r);
       expect(rows.map((t) => t.state)).toEqual(["FAILED"]);
       expect(rows[0]!.utterances).toEqual([]);
@@ -117,24 +127,24 @@ describe.each(testDatabases())("transcription outcomes on $name", (backend) => {
         { channel: 1, offsetMs: 10, durationMs: 10, text: "   " },
       ],
     };
-    await domain(wild).transcribe(r, AUDIO);
+    await transcribe(domain(wild), r, AUDIO);
     const { rows, hooks } = await outcome(r);
     expect(rows[0]!.utterances).toEqual([{ channel: 0, offsetMs: 900, durationMs: 100, text: "clipped" }]);
     // No ready_uri: no webhook.
     expect(hooks).toEqual([]);
     const foreign = await recording("SUCCEEDED");
-    await domain(new SimulatorTranscriber()).transcribe(foreign, { ...AUDIO, speech: undefined });
+    await transcribe(domain(new SimulatorTranscriber()), foreign, { ...AUDIO, speech: undefined });
     expect((await outcome(foreign)).rows.map((t) => t.state)).toEqual(["FAILED"]);
   });
 
   it("EMPTY recordings are COMPLETED without utterances, FAILED ones FAILED", async () => {
     const empty = await recording("EMPTY");
-    await domain(new SimulatorTranscriber()).transcribe(empty, undefined);
+    await transcribe(domain(new SimulatorTranscriber()), empty, undefined);
     expect((await outcome(empty)).rows.map((t) => [t.state, t.utterances.length])).toEqual([
       ["COMPLETED", 0],
     ]);
     const failed = await recording("FAILED");
-    await domain(new SimulatorTranscriber()).transcribe(failed, undefined);
+    await transcribe(domain(new SimulatorTranscriber()), failed, undefined);
     expect((await outcome(failed)).rows.map((t) => t.state)).toEqual(["FAILED"]);
     expect((await outcome(failed)).hooks).toHaveLength(1);
   });
