@@ -1,7 +1,9 @@
 /**
- * Resource names (AIP-122): `projects/{project}` parents and
- * `projects/{project}/{collection}/{id}` resources. Projects are not checked
- * for existence yet: any `projects/{id}` is accepted.
+ * Resource names (AIP-122): `projects/{project}` parents,
+ * `projects/{project}/{collection}/{id}` resources, and a call's children
+ * `projects/{project}/calls/{call}/{collection}/{id}` (recordings,
+ * transcriptions), listed under a project or one call. Projects are not
+ * checked for existence yet: any `projects/{id}` is accepted.
  */
 import { badField } from "./errors.js";
 
@@ -49,4 +51,64 @@ export function projectName(projectId: string): string {
 
 export function resourceName(collection: string, ref: ResourceRef): string {
   return `projects/${ref.projectId}/${collection}/${ref.id}`;
+}
+
+/** A resource under a call: `projects/{projectId}/calls/{callId}/{collection}/{id}`. */
+export interface CallChildRef {
+  projectId: string;
+  callId: string;
+  id: string;
+}
+
+export function callChildName(collection: string, ref: CallChildRef): string {
+  return `projects/${ref.projectId}/calls/${ref.callId}/${collection}/${ref.id}`;
+}
+
+/**
+ * The parts of `projects/{project}/calls/{call}/{collection}/{id}`;
+ * INVALID_ARGUMENT naming `field` otherwise (the id called `{idLabel}`).
+ */
+export function parseCallChildName(
+  name: string,
+  collection: string,
+  idLabel: string,
+  field = "name",
+): CallChildRef {
+  const parts = name.split("/");
+  if (
+    parts.length !== 6 ||
+    parts[0] !== "projects" ||
+    parts[2] !== "calls" ||
+    parts[4] !== collection ||
+    ![parts[1], parts[3], parts[5]].every((p) => SEGMENT.test(p ?? ""))
+  ) {
+    throw badField(
+      field,
+      `must be a resource name of the form projects/{project}/calls/{call}/${collection}/{${idLabel}}`,
+      "name.format",
+    );
+  }
+  return { projectId: parts[1]!, callId: parts[3]!, id: parts[5]! };
+}
+
+/** The parent of a List of a call's children: `projects/{p}` or `projects/{p}/calls/{c}`; INVALID_ARGUMENT naming `parent` otherwise. */
+export function parseCallChildrenParent(parent: string): { projectId: string; callId: string | undefined } {
+  const parts = parent.split("/");
+  const ok =
+    parts[0] === "projects" &&
+    SEGMENT.test(parts[1] ?? "") &&
+    (parts.length === 2 || (parts.length === 4 && parts[2] === "calls" && SEGMENT.test(parts[3] ?? "")));
+  if (!ok) {
+    throw badField(
+      "parent",
+      "must be a project, projects/{project}, or a call, projects/{project}/calls/{call}",
+      "name.format",
+    );
+  }
+  return { projectId: parts[1]!, callId: parts[3] };
+}
+
+/** The name `parseCallChildrenParent` reads: the project's, or its call's. */
+export function callChildrenParentName(projectId: string, callId: string | undefined): string {
+  return callId === undefined ? projectName(projectId) : `${projectName(projectId)}/calls/${callId}`;
 }

@@ -42,7 +42,7 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { badField, failedPrecondition, notFound } from "../api/errors.js";
 import { newResourceId } from "../api/ids.js";
-import { projectName } from "../api/names.js";
+import { callChildrenParentName } from "../api/names.js";
 import { type PageResult, readPage } from "../api/pagination.js";
 import type { Clock } from "../clock.js";
 import type { Db } from "../db/client.js";
@@ -517,8 +517,7 @@ export class RecordingsDomain {
     callId: string | undefined,
     page: PageParams,
   ): Promise<PageResult<Recording>> {
-    const parent =
-      callId === undefined ? projectName(projectId) : `${projectName(projectId)}/calls/${callId}`;
+    const parent = callChildrenParentName(projectId, callId);
     const query = { method: "ListRecordings", parent };
     const result = await readPage({ ...page, query }, (after, limit) =>
       this.repository.list(projectId, callId, after, limit),

@@ -39,8 +39,14 @@ import {
   TranscriptionSchema,
   UtteranceSchema,
 } from "../../gen/enfonica/voice/v1beta1/transcriptions_pb.js";
-import { badField, notFound } from "../api/errors.js";
-import { projectName } from "../api/names.js";
+import { notFound } from "../api/errors.js";
+import {
+  type CallChildRef,
+  callChildName,
+  callChildrenParentName,
+  parseCallChildName,
+  parseCallChildrenParent,
+} from "../api/names.js";
 import { type PageResult, readPage } from "../api/pagination.js";
 import type { Clock } from "../clock.js";
 import type { Db, DbOrTx } from "../db/client.js";
@@ -54,11 +60,7 @@ import type { Transcriber, TranscriptionAudio } from "./transcriber.js";
 
 export const TRANSCRIPTION_TYPE = "voice.api.enfonica.com/Transcription";
 
-export interface TranscriptionRef {
-  projectId: string;
-  callId: string;
-  id: string;
-}
+export type TranscriptionRef = CallChildRef;
 
 /** What `transcribe` needs of the recording. */
 export interface TranscribedRecording {
@@ -83,46 +85,16 @@ export interface TranscriptionsOptions {
 }
 
 export function transcriptionName(ref: TranscriptionRef): string {
-  return `projects/${ref.projectId}/calls/${ref.callId}/transcriptions/${ref.id}`;
+  return callChildName("transcriptions", ref);
 }
-
-const SEGMENT = /^[^/]+$/;
 
 /** The parts of `projects/{p}/calls/{c}/transcriptions/{t}`; INVALID_ARGUMENT naming `name` otherwise. */
 export function parseTranscriptionName(name: string): TranscriptionRef {
-  const parts = name.split("/");
-  if (
-    parts.length !== 6 ||
-    parts[0] !== "projects" ||
-    parts[2] !== "calls" ||
-    parts[4] !== "transcriptions" ||
-    ![parts[1], parts[3], parts[5]].every((p) => SEGMENT.test(p ?? ""))
-  ) {
-    throw badField(
-      "name",
-      "must be a resource name of the form projects/{project}/calls/{call}/transcriptions/{transcription}",
-      "name.format",
-    );
-  }
-  return { projectId: parts[1]!, callId: parts[3]!, id: parts[5]! };
+  return parseCallChildName(name, "transcriptions", "transcription");
 }
 
 /** `projects/{p}` or `projects/{p}/calls/{c}`; INVALID_ARGUMENT naming `parent` otherwise. */
-export function parseTranscriptionsParent(parent: string): { projectId: string; callId: string | undefined } {
-  const parts = parent.split("/");
-  const ok =
-    parts[0] === "projects" &&
-    SEGMENT.test(parts[1] ?? "") &&
-    (parts.length === 2 || (parts.length === 4 && parts[2] === "calls" && SEGMENT.test(parts[3] ?? "")));
-  if (!ok) {
-    throw badField(
-      "parent",
-      "must be a project, projects/{project}, or a call, projects/{project}/calls/{call}",
-      "name.format",
-    );
-  }
-  return { projectId: parts[1]!, callId: parts[3] };
-}
+export const parseTranscriptionsParent = parseCallChildrenParent;
 
 const STATE: Readonly<Record<TranscriptionStateValue, Transcription_State>> = {
   PENDING: Transcription_State.PENDING,
@@ -328,8 +300,7 @@ export class TranscriptionsDomain {
     callId: string | undefined,
     page: { pageSize: number; pageToken: string },
   ): Promise<PageResult<TranscriptionRow>> {
-    const parent =
-      callId === undefined ? projectName(projectId) : `${projectName(projectId)}/calls/${callId}`;
+    const parent = callChildrenParentName(projectId, callId);
     return readPage({ ...page, query: { method: "ListTranscriptions", parent } }, (after, limit) =>
       this.repository.list(projectId, callId, after, limit),
     );
