@@ -1,8 +1,13 @@
 import { defineConfig } from "vitest/config";
 
+// .ci/run sets SWITCHBOARD_TEST_REPORT to have each run's results as JSON
+// while it runs the README's command (`npm test`) exactly as written.
+const report = process.env.SWITCHBOARD_TEST_REPORT;
+
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    ...(report ? { reporters: ["default", "json"], outputFile: { json: report } } : {}),
     pool: "forks",
     // Workers run file after file in one process, so what a worker sets up
     // once survives between files: test/support/db.ts keeps one migrated

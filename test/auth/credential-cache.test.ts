@@ -16,7 +16,7 @@ import { DbCredentialStore } from "../../src/auth/store.js";
 import { type Db, openPostgres } from "../../src/db/client.js";
 import { type App, build } from "../../src/server.js";
 import { TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
-import { testDatabases, useTestDatabase } from "../support/db.js";
+import { describePostgres, postgresTestBackend, testDatabases, useTestDatabase } from "../support/db.js";
 
 const HOUR = 3_600_000;
 
@@ -236,8 +236,8 @@ describe.each(testDatabases())("credential cache on $name", (backend) => {
 
 const adminUrl = process.env.TEST_DATABASE_URL;
 
-describe.runIf(adminUrl !== undefined)("credential cache across replicas on one PostgreSQL", () => {
-  const database = useTestDatabase(testDatabases().find((t) => t.name === "postgres")!);
+describePostgres("credential cache across replicas on one PostgreSQL", () => {
+  const database = useTestDatabase(postgresTestBackend()!);
   let a: { app: App; base: string };
   let b: { app: App; base: string };
   let second: { db: Db; close(): Promise<void> } | undefined;

@@ -32,10 +32,10 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reconnectDelaySeconds } from "../../src/db/client.js";
 import { isTransientDatabaseError } from "../../src/db/transient.js";
-import { createScratchDatabase } from "../support/db.js";
+import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
 
-describe.runIf(process.env.TEST_DATABASE_URL)("a connection lost (PostgreSQL)", () => {
+describePostgres("a connection lost (PostgreSQL)", () => {
   let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
   let proxy: PgProxy;
 

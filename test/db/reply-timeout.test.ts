@@ -14,7 +14,7 @@
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transientDatabaseError } from "../../src/db/transient.js";
-import { createScratchDatabase } from "../support/db.js";
+import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
 
 /** The options postgres.js takes with the patch (its type definitions do not list it). */
@@ -22,7 +22,7 @@ type Options = postgres.Options<Record<string, postgres.PostgresType>> & { reply
 
 const REPLY_TIMEOUT_S = 0.3;
 
-describe.runIf(process.env.TEST_DATABASE_URL)("a connection that stops answering (PostgreSQL)", () => {
+describePostgres("a connection that stops answering (PostgreSQL)", () => {
   let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
   let proxy: PgProxy;
   const clients: postgres.Sql[] = [];

@@ -25,7 +25,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPgliteThread } from "../../src/db/pglite-thread.js";
-import { createScratchDatabase } from "../support/db.js";
+import { createScratchDatabase, describePostgres } from "../support/db.js";
 
 /** postgres.js's default max_pipeline: queries a connection takes before it counts as full. */
 const PIPELINE = 100;
@@ -47,7 +47,7 @@ async function saturate(sql: Sql, connections: number): Promise<Promise<unknown>
   return pending;
 }
 
-describe.runIf(process.env.TEST_DATABASE_URL)("transactions on a saturated pool (PostgreSQL)", () => {
+describePostgres("transactions on a saturated pool (PostgreSQL)", () => {
   let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
   let sql: Sql;
 

@@ -25,11 +25,11 @@ import { WebhookWorker } from "../../src/events/worker.js";
 import { createLogger } from "../../src/log.js";
 import { newProject, testConfig } from "../support/app.js";
 import { TestClock } from "../support/clock.js";
-import { createScratchDatabase } from "../support/db.js";
+import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 
-describe.runIf(process.env.TEST_DATABASE_URL)("a recording whose reply is lost (PostgreSQL)", () => {
+describePostgres("a recording whose reply is lost (PostgreSQL)", () => {
   let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
   let direct: Database;
   let proxied: Database;

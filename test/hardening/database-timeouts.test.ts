@@ -22,6 +22,7 @@ import postgres from "postgres";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { openDatabase, sessionLimits } from "../../src/db/client.js";
+import { describePostgres } from "../support/db.js";
 import { useProxiedApp } from "../support/proxied-app.js";
 
 /** Anything of the driver's or the server's that must not reach a caller. */
@@ -82,108 +83,105 @@ describe("database timeouts: the driver's options", () => {
   });
 });
 
-describe.runIf(process.env.TEST_DATABASE_URL)(
-  "database timeouts: a slow or silent database (PostgreSQL)",
-  () => {
-    const STATEMENT_MS = 1000;
-    const REPLY_MS = 1500;
-    const parent = "projects/db-slow";
-    const app = useProxiedApp("db-slow", {
-      DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_MS),
-      DATABASE_REPLY_TIMEOUT_MS: String(REPLY_MS),
+describePostgres("database timeouts: a slow or silent database (PostgreSQL)", () => {
+  const STATEMENT_MS = 1000;
+  const REPLY_MS = 1500;
+  const parent = "projects/db-slow";
+  const app = useProxiedApp("db-slow", {
+    DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_MS),
+    DATABASE_REPLY_TIMEOUT_MS: String(REPLY_MS),
+  });
+
+  const grpcFailure = (phoneNumber: string) =>
+    app
+      .grpc()
+      .getUnsubscriber({ name: `${parent}/unsubscribers/${phoneNumber}` })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+  const connectGet = (phoneNumber: string) =>
+    fetch(`${app.base}/enfonica.messaging.v1.Unsubscribers/GetUnsubscriber`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...app.headers },
+      body: JSON.stringify({ name: `${parent}/unsubscribers/${phoneNumber}` }),
     });
+  const restGet = (phoneNumber: string) =>
+    fetch(`${app.base}/v1/${parent}/unsubscribers/${phoneNumber}`, { headers: app.headers });
 
-    const grpcFailure = (phoneNumber: string) =>
-      app
-        .grpc()
-        .getUnsubscriber({ name: `${parent}/unsubscribers/${phoneNumber}` })
-        .then(
-          () => undefined,
-          (e: unknown) => ConnectError.from(e),
-        );
-    const connectGet = (phoneNumber: string) =>
-      fetch(`${app.base}/enfonica.messaging.v1.Unsubscribers/GetUnsubscriber`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...app.headers },
-        body: JSON.stringify({ name: `${parent}/unsubscribers/${phoneNumber}` }),
-      });
-    const restGet = (phoneNumber: string) =>
-      fetch(`${app.base}/v1/${parent}/unsubscribers/${phoneNumber}`, { headers: app.headers });
-
-    it("the session parameters reach the server", async () => {
-      const database = await openDatabase({
-        databaseUrl: app.directUrl,
-        dataDir: "/nonexistent",
-        databaseTimeouts: { statementMs: 1234, idleInTransactionMs: 5678, replyMs: 9000, connectMs: 5000 },
-      });
-      try {
-        const rows = await database.db.execute(
-          sql`select current_setting('statement_timeout') as statement, current_setting('idle_in_transaction_session_timeout') as idle`,
-        );
-        expect(Array.from(rows as unknown as Iterable<unknown>)).toEqual([
-          { statement: "1234ms", idle: "5678ms" },
-        ]);
-      } finally {
-        await database.close();
-      }
+  it("the session parameters reach the server", async () => {
+    const database = await openDatabase({
+      databaseUrl: app.directUrl,
+      dataDir: "/nonexistent",
+      databaseTimeouts: { statementMs: 1234, idleInTransactionMs: 5678, replyMs: 9000, connectMs: 5000 },
     });
+    try {
+      const rows = await database.db.execute(
+        sql`select current_setting('statement_timeout') as statement, current_setting('idle_in_transaction_session_timeout') as idle`,
+      );
+      expect(Array.from(rows as unknown as Iterable<unknown>)).toEqual([
+        { statement: "1234ms", idle: "5678ms" },
+      ]);
+    } finally {
+      await database.close();
+    }
+  });
 
-    it("a connection that stops answering: UNAVAILABLE after the reply timeout, then served again", async () => {
-      // The phone number is a bound parameter of the request's statement: the proxy finds it there.
-      app.proxy.stall("+61255501234");
+  it("a connection that stops answering: UNAVAILABLE after the reply timeout, then served again", async () => {
+    // The phone number is a bound parameter of the request's statement: the proxy finds it there.
+    app.proxy.stall("+61255501234");
+    const t0 = performance.now();
+    const err = await grpcFailure("+61255501234");
+    const ms = performance.now() - t0;
+    expect(err?.code).toBe(Code.Unavailable);
+    expect(err?.rawMessage).toBe("the database is unavailable: try again later");
+    expect(err?.rawMessage).not.toMatch(DRIVER);
+    expect(app.proxy.lost()).toBeGreaterThan(0);
+    expect(ms).toBeGreaterThanOrEqual(REPLY_MS - 50);
+    // The next request is served (a new connection), on every transport.
+    expect((await grpcFailure("+61255501234"))?.code).toBe(Code.NotFound);
+    expect((await connectGet("+61255501234")).status).toBe(404);
+    expect((await restGet("+61255501234")).status).toBe(404);
+  });
+
+  it("a statement the server cancels for taking too long: DEADLINE_EXCEEDED on gRPC, 504 on Connect and REST", async () => {
+    // Another session holds the table: the service's read waits for the lock until its statement timeout.
+    const holder = postgres(app.directUrl, { max: 1, onnotice: () => {} });
+    const reserved = await holder.reserve();
+    try {
+      await reserved`begin`;
+      await reserved`lock table unsubscribers in access exclusive mode`;
+      const message = "the database did not answer in time: try again later";
+
       const t0 = performance.now();
-      const err = await grpcFailure("+61255501234");
-      const ms = performance.now() - t0;
-      expect(err?.code).toBe(Code.Unavailable);
-      expect(err?.rawMessage).toBe("the database is unavailable: try again later");
-      expect(err?.rawMessage).not.toMatch(DRIVER);
-      expect(app.proxy.lost()).toBeGreaterThan(0);
-      expect(ms).toBeGreaterThanOrEqual(REPLY_MS - 50);
-      // The next request is served (a new connection), on every transport.
-      expect((await grpcFailure("+61255501234"))?.code).toBe(Code.NotFound);
-      expect((await connectGet("+61255501234")).status).toBe(404);
-      expect((await restGet("+61255501234")).status).toBe(404);
-    });
+      const err = await grpcFailure("+61255501235");
+      expect(err?.code).toBe(Code.DeadlineExceeded);
+      expect(err?.rawMessage).toBe(message);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(STATEMENT_MS - 50);
 
-    it("a statement the server cancels for taking too long: DEADLINE_EXCEEDED on gRPC, 504 on Connect and REST", async () => {
-      // Another session holds the table: the service's read waits for the lock until its statement timeout.
-      const holder = postgres(app.directUrl, { max: 1, onnotice: () => {} });
-      const reserved = await holder.reserve();
-      try {
-        await reserved`begin`;
-        await reserved`lock table unsubscribers in access exclusive mode`;
-        const message = "the database did not answer in time: try again later";
+      const connect = await connectGet("+61255501235");
+      expect(connect.status).toBe(504);
+      const connectBody = await connect.text();
+      expect(JSON.parse(connectBody)).toMatchObject({ code: "deadline_exceeded", message });
+      expect(connectBody).not.toMatch(DRIVER);
 
-        const t0 = performance.now();
-        const err = await grpcFailure("+61255501235");
-        expect(err?.code).toBe(Code.DeadlineExceeded);
-        expect(err?.rawMessage).toBe(message);
-        expect(performance.now() - t0).toBeGreaterThanOrEqual(STATEMENT_MS - 50);
+      const rest = await restGet("+61255501235");
+      expect(rest.status).toBe(504);
+      const restBody = await rest.text();
+      expect(JSON.parse(restBody)).toMatchObject({
+        error: { code: 504, message, status: "DEADLINE_EXCEEDED" },
+      });
+      expect(restBody).not.toMatch(DRIVER);
+    } finally {
+      await reserved`rollback`;
+      reserved.release();
+      await holder.end({ timeout: 1 });
+    }
+    expect((await grpcFailure("+61255501235"))?.code).toBe(Code.NotFound);
+  });
+});
 
-        const connect = await connectGet("+61255501235");
-        expect(connect.status).toBe(504);
-        const connectBody = await connect.text();
-        expect(JSON.parse(connectBody)).toMatchObject({ code: "deadline_exceeded", message });
-        expect(connectBody).not.toMatch(DRIVER);
-
-        const rest = await restGet("+61255501235");
-        expect(rest.status).toBe(504);
-        const restBody = await rest.text();
-        expect(JSON.parse(restBody)).toMatchObject({
-          error: { code: 504, message, status: "DEADLINE_EXCEEDED" },
-        });
-        expect(restBody).not.toMatch(DRIVER);
-      } finally {
-        await reserved`rollback`;
-        reserved.release();
-        await holder.end({ timeout: 1 });
-      }
-      expect((await grpcFailure("+61255501235"))?.code).toBe(Code.NotFound);
-    });
-  },
-);
-
-describe.runIf(process.env.TEST_DATABASE_URL)(
+describePostgres(
   "database timeouts: a database whose connections close while they start (PostgreSQL)",
   () => {
     const CONNECT_MS = 3000;

@@ -12,13 +12,14 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { describePostgres } from "../support/db.js";
 import { useProxiedApp } from "../support/proxied-app.js";
 
 const MESSAGE = "the database is unavailable: try again later";
 /** Anything of the driver's or the socket's that must not reach a caller. */
 const DRIVER = /CONNECTION_|ECONN|postgres|127\.0\.0\.1:\d/i;
 
-describe.runIf(process.env.TEST_DATABASE_URL)("the database out of reach", () => {
+describePostgres("the database out of reach", () => {
   const parent = "projects/db-away";
   const app = useProxiedApp("db-away");
   const grpc = () => app.grpc();

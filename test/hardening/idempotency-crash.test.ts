@@ -19,7 +19,7 @@ import { calls, idempotencyKeys } from "../../src/db/schema/index.js";
 import { addBlock, numberingClients, provision } from "../numbering/support.js";
 import { newApiKey, newProject, TEST_OPERATOR_TOKEN, TEST_RECORDING_LINK_SECRET } from "../support/app.js";
 import { TestClock } from "../support/clock.js";
-import { createScratchDatabase } from "../support/db.js";
+import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { repoRoot } from "../transport/helpers.js";
 
 const adminUrl = process.env.TEST_DATABASE_URL;
@@ -71,7 +71,7 @@ async function startServer(env: Record<string, string>): Promise<Server> {
   return { child, base, exited };
 }
 
-describe.skipIf(adminUrl === undefined)("idempotent CreateCall through kill -9 on postgres", () => {
+describePostgres("idempotent CreateCall through kill -9 on postgres", () => {
   let scratch: { url: string; drop(): Promise<void> };
   let database: Database;
   let dataDir: string;

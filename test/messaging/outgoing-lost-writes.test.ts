@@ -20,14 +20,14 @@ import { addBlock, blockAllocator, Capability, numberingClients, provision } fro
 import { bearer, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
 import { sleep, T0 } from "../support/calls.js";
 import { TestClock } from "../support/clock.js";
-import { testDatabases, useTestDatabase } from "../support/db.js";
+import { describePostgres, postgresTestBackend, useTestDatabase } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { ManualScheduler } from "../support/scheduler.js";
 
-const postgresBackend = testDatabases().find((b) => b.name === "postgres");
+const postgresBackend = postgresTestBackend();
 
-describe.runIf(postgresBackend)("an outgoing message's change whose reply was lost", () => {
+describePostgres("an outgoing message's change whose reply was lost", () => {
   const direct = useTestDatabase(postgresBackend!);
   const clock = new TestClock(T0);
   const scheduler = new ManualScheduler(clock);

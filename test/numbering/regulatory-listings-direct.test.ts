@@ -6,16 +6,14 @@
  * PostgreSQL only: on a PGlite handle there is no direct path.
  */
 import { and, eq } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { directClientOf } from "../../src/db/direct.js";
 import { projects, regulatoryListings } from "../../src/db/schema/index.js";
 import { RegulatoryListingsRepository } from "../../src/numbering/regulatory-listings/repository.js";
-import { testDatabases, useTestDatabase } from "../support/db.js";
+import { describePostgres, postgresTestBackend, useTestDatabase } from "../support/db.js";
 
-const postgres = testDatabases().filter((b) => b.name === "postgres");
-
-describe.skipIf(postgres.length === 0).each(postgres)("regulatory listings direct on $name", (backend) => {
-  const database = useTestDatabase(backend);
+describePostgres("regulatory listings direct on postgres", () => {
+  const database = useTestDatabase(postgresTestBackend()!);
 
   it("inserts, finds and pages as drizzle does", async () => {
     const db = database.db;

@@ -47,7 +47,7 @@ import { type Database, openPostgres } from "../../src/db/client.js";
 import { bearer, collectPages } from "../support/app.js";
 import { ensureBuilt } from "../support/build.js";
 import { expectSigned, keyOf, sleep, TERMINAL, xml } from "../support/calls.js";
-import { createScratchDatabase } from "../support/db.js";
+import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { freePort, launch, type Proc } from "../support/process.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { socketOwner } from "../support/socket-owner.js";
@@ -124,7 +124,7 @@ interface Sent {
   pid: number | undefined;
 }
 
-describe.runIf(process.env.TEST_DATABASE_URL)("two replicas on one PostgreSQL", () => {
+describePostgres("two replicas on one PostgreSQL", () => {
   beforeAll(ensureBuilt, 600_000);
 
   describe.each([

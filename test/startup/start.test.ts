@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../support/build.js";
-import { createScratchDatabase } from "../support/db.js";
+import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { freePort, launch, type Proc } from "../support/process.js";
 
 interface Started extends Proc {
@@ -149,7 +149,7 @@ describe("npm start (compiled, embedded database)", () => {
   });
 });
 
-describe.runIf(process.env.TEST_DATABASE_URL)("node dist/server.js on PostgreSQL", () => {
+describePostgres("node dist/server.js on PostgreSQL", () => {
   it("starts on an empty database (migrations, no demo inventory) and stops on SIGTERM", async () => {
     const scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
     try {

@@ -16,7 +16,7 @@
 import { randomBytes } from "node:crypto";
 import { PGlite } from "@electric-sql/pglite";
 import postgres from "postgres";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, describe } from "vitest";
 import { type Db, type Driver, openPostgres } from "../../src/db/client.js";
 import { wrapPglite } from "../../src/db/pglite-direct.js";
 
@@ -114,6 +114,26 @@ function postgresBackend(adminUrl: string): TestBackend {
 export function testDatabases(): TestBackend[] {
   const url = process.env.TEST_DATABASE_URL;
   return url ? [pglite, postgresBackend(url)] : [pglite];
+}
+
+/** The PostgreSQL backend (TEST_DATABASE_URL set), or undefined on a machine without one. */
+export function postgresTestBackend(): TestBackend | undefined {
+  return testDatabases().find((b) => b.name === "postgres");
+}
+
+/** Why a PostgreSQL-only suite did not run, in its name, so a run without PostgreSQL reports it. */
+export const NEEDS_POSTGRES = "(skipped: needs PostgreSQL, set TEST_DATABASE_URL)";
+
+/**
+ * A describe block that needs a PostgreSQL server (a second pool, a proxy in
+ * front of the server, a second process). With TEST_DATABASE_URL it runs;
+ * without it, it is registered skipped with the reason in its name, so the
+ * file still has a suite (vitest fails a file with none) and the README's
+ * plain `npm test` says what it left out.
+ */
+export function describePostgres(name: string, fn: () => void): void {
+  if (process.env.TEST_DATABASE_URL) describe(name, fn);
+  else describe.skip(`${name} ${NEEDS_POSTGRES}`, fn);
 }
 
 /** Opens a database of `backend` for the enclosing describe block and closes it after. */

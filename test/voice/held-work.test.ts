@@ -36,7 +36,7 @@ import { WorkHolder } from "../../src/work-holder.js";
 import { newProject, testConfig } from "../support/app.js";
 import { sleep } from "../support/calls.js";
 import { TestClock } from "../support/clock.js";
-import { testDatabases, useTestDatabase } from "../support/db.js";
+import { describePostgres, postgresTestBackend, testDatabases, useTestDatabase } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
 import { ManualScheduler } from "../support/scheduler.js";
 
@@ -299,9 +299,9 @@ describe.each(testDatabases())("recordings and transcriptions no engine holds, o
   });
 });
 
-const postgresBackend = testDatabases().find((b) => b.name === "postgres");
+const postgresBackend = postgresTestBackend();
 
-describe.runIf(postgresBackend)("a recording's end over a failing connection", () => {
+describePostgres("a recording's end over a failing connection", () => {
   const direct = useTestDatabase(postgresBackend!);
   let proxy: PgProxy;
   let proxied: Database;

@@ -54,12 +54,12 @@ import { ENGINE_LOST } from "../../src/voice/calls/liveness.js";
 import { captureLog } from "../observability/support.js";
 import { testConfig } from "../support/app.js";
 import { callHarness, keyOf, sleep, xml } from "../support/calls.js";
-import { testDatabases, useTestDatabase } from "../support/db.js";
+import { describePostgres, postgresTestBackend, useTestDatabase } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
 
-const postgresBackend = testDatabases().find((b) => b.name === "postgres");
+const postgresBackend = postgresTestBackend();
 
-describe.runIf(postgresBackend)("a call's writes over a failing connection", () => {
+describePostgres("a call's writes over a failing connection", () => {
   const direct = useTestDatabase(postgresBackend!);
   let proxy: PgProxy;
   let proxied: Database;
