@@ -44,4 +44,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/readyz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node is PID 1: the server handles SIGTERM and SIGINT itself (ends calls in
 # flight, closes the database, exits 0) and starts no child processes.
-ENTRYPOINT ["node", "--enable-source-maps", "dist/server.js"]
+ENTRYPOINT ["node", "dist/server.js"]

@@ -39,7 +39,8 @@
  * BENCH_LATENCY_REQUESTS (1000), BENCH_TRANSPORTS ("grpc,connect,rest,connect-h1,rest-h1"),
  * BENCH_OPERATIONS ("create,get,list"), BENCH_H2LOAD (the binary), BENCH_CPU_PROF
  * (a directory: the server, the ceiling and the floor write V8 CPU profiles there when they stop), BENCH_NODE_ARGS
- * (extra node options for the server, space-separated).
+ * (extra node options for the server, space-separated), BENCH_START_MEMORY (0: skip the
+ * idle memory of `npm start`, bench/start-memory.ts, measured after the targets).
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -72,6 +73,7 @@ import {
   OPERATIONS,
   rpcMethodName,
 } from "./requests.js";
+import { measureStartMemory } from "./start-memory.js";
 import { printTargets } from "./targets.js";
 
 // ---------------------------------------------------------------------------
@@ -839,6 +841,9 @@ async function main(): Promise<void> {
   const text = table();
   process.stdout.write(`\n${text}\n`);
   process.stdout.write(`\n${printTargets(rows, targets)}\n`);
+  // What the README's start command holds idle (bench/start-memory.ts); BENCH_START_MEMORY=0 skips it.
+  const startMemory = process.env.BENCH_START_MEMORY === "0" ? undefined : await measureStartMemory();
+  if (startMemory) process.stdout.write(`\n${startMemory.text}\n`);
   const resultsDir = await mkdtemp(join(os.tmpdir(), "switchboard-bench-"));
   const resultsFile = join(resultsDir, "results.json");
   const report = {
@@ -861,6 +866,7 @@ async function main(): Promise<void> {
     },
     targets,
     rows,
+    startMemory: startMemory?.results,
   };
   await writeFile(resultsFile, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(

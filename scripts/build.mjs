@@ -104,6 +104,7 @@ await esbuild.build({
   format: "esm",
   target: "node24",
   sourcemap: true,
+  sourcesContent: false,
   logLevel: "warning",
 });
 cpSync(join(root, "src/db/migrations"), join(out, "migrations"), { recursive: true });
