@@ -42,6 +42,7 @@ const CLI_DOC = "docs/cli.md";
 const SHELL_FUNCTIONS = `
 curl() { command curl --fail-with-body --show-error "$@"; }
 switchboard() { node "${ROOT}/scripts/switchboard.js" "$@"; }
+buf() { "${ROOT}/node_modules/.bin/buf" "$@"; }
 npx() {
   local bin="$1"; shift
   if [ "$bin" = switchboard ]; then switchboard "$@";
