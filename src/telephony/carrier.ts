@@ -167,7 +167,10 @@ export interface CarrierLeg {
    * past (PCM 16-bit, 8000 Hz; what a recording of the remote party holds),
    * and audio given to `play` is played to the remote party, in order, a
    * frame at a time from the next frame on (so it is heard in recordings of
-   * the leg). When the leg ends, the audio up to the end is delivered and
+   * the leg). Frames are fixed from the fork's start and each is whole: a
+   * carrier that falls behind delivers the frames due, one `audio` each,
+   * never a longer one (src/media/frame-clock.ts). When the leg ends, the
+   * audio up to the end is delivered (the last frame possibly shorter) and
    * `events.ended` fires. Throws on a leg that is not answered.
    */
   fork(options: ForkOptions, events: ForkEvents): MediaFork;

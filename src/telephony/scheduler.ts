@@ -18,6 +18,11 @@ export interface Scheduler {
   now(): Date;
   /** Runs `fn` after `seconds` of call time (0 means as soon as possible, never synchronously). */
   after(seconds: number, fn: () => void): Timer;
+  /**
+   * Seconds of the clock (`now`) per second of call time: 1 when timers run
+   * in the clock's time, SIMULATOR_TIME_SCALE on a scaled simulator.
+   */
+  readonly timeScale: number;
 }
 
 /**
@@ -28,7 +33,7 @@ export interface Scheduler {
 export class RealScheduler implements Scheduler {
   constructor(
     private readonly clock: Clock,
-    private readonly timeScale = 1,
+    readonly timeScale = 1,
   ) {
     if (!(timeScale > 0) || !Number.isFinite(timeScale)) {
       throw new RangeError(`timeScale must be a positive number, got ${timeScale}`);

@@ -3,7 +3,8 @@
  * service as it runs, with SIMULATOR_TIME_SCALE 0.1 (a second of call time
  * takes 100 ms), on PGlite and PostgreSQL. The stream is paced by the scaled
  * timers: a 10-second call streams its audio within about a second of
- * wall-clock time and ends OK with it.
+ * wall-clock time, in chunks of 0.16 s x 0.1 of audio (128 samples) but the
+ * last, and ends OK with it.
  */
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
@@ -74,6 +75,10 @@ describe.each(testDatabases())("a media stream on a scaled simulator on $name", 
     expect(stream.events[0]).toEqual({ kind: "callConnected", call: created.name });
     const audio = stream.events.flatMap((e) => (e.kind === "outputAudio" ? [e.audio] : []));
     expect(audio.length).toBeGreaterThan(1);
+    // Each chunk but the last is one frame of the scaled clock: 0.16 s x 0.1 = 128 samples.
+    const sizes = audio.map((a) => a.length);
+    expect(sizes.slice(0, -1)).toEqual(sizes.slice(0, -1).map(() => 128));
+    expect(sizes.at(-1)).toBeLessThanOrEqual(128);
     let call = await calls.getCall({ name: created.name });
     for (let i = 0; i < 1000 && !TERMINAL.has(call.state); i++) {
       await sleep(5);

@@ -22,6 +22,8 @@ export async function settle(rounds = 3): Promise<void> {
 export class ManualScheduler implements Scheduler {
   private pending: Pending[] = [];
   private seq = 0;
+  /** Timers run on the clock's own time. */
+  readonly timeScale = 1;
 
   constructor(readonly clock: TestClock = new TestClock()) {}
 

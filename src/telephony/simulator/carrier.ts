@@ -50,7 +50,8 @@
  *
  * fork (the Stream action, fork.ts) renders the remote party's audio frame
  * by frame as call time passes and plays the samples it is given into the
- * leg's timeline, a frame at a time.
+ * leg's timeline, a frame at a time; frames are whole, at fixed boundaries
+ * from the fork's start (src/media/frame-clock.ts), however late a timer.
  *
  * recordCaller (the Record action) records the remote party (one channel)
  * from now until the first of, at equal times in this order:
@@ -80,7 +81,6 @@ import type {
   ForkEvents,
   ForkOptions,
   IncomingCallRequest,
-  MediaFork,
   MediaResult,
   RecordCallerOptions,
   RecordCallerResult,
@@ -343,13 +343,14 @@ export class SimulatorLeg implements CarrierLeg {
     return this.timeline.capture(this.nowMs(), () => this.nowMs());
   }
 
-  fork(options: ForkOptions, events: ForkEvents): MediaFork {
+  fork(options: ForkOptions, events: ForkEvents): SimulatorFork {
     if (this.state !== "answered") throw new Error(`cannot fork the media of a call that is ${this.state}`);
     const fork: SimulatorFork = new SimulatorFork(
       {
         timeline: this.timeline,
         nowMs: () => this.nowMs(),
         after: (seconds, fn) => this.after(seconds, fn),
+        timeScale: this.carrier.scheduler.timeScale,
         release: (f) => this.forks.delete(f),
       },
       options.frameSeconds,

@@ -1,31 +1,37 @@
 /**
- * The media fork of a simulated leg (Carrier `fork`, the markup's Stream):
- * one timer per frame on the leg's scheduler. At each frame boundary t:
- * - out: the remote party's audio of [previous boundary, t) is rendered from
- *   the leg's timeline (media.ts `renderRemote`) and handed to `audio`;
- * - in: when the queue ran dry during the frame just past, `drained` fires;
- *   then up to a frame of queued samples is taken and played from t
+ * The media fork of a simulated leg (Carrier `fork`, the markup's Stream),
+ * paced by a FrameClock (src/media/frame-clock.ts) on the leg's timers:
+ * boundary k falls at start + k frames, whenever the timer actually fires.
+ * At each boundary, in order (a late timer hands out every boundary due
+ * by then, one after the other):
+ * - out: the remote party's audio of the frame just past, [boundary k-1,
+ *   boundary k), is rendered from the leg's timeline (media.ts
+ *   `renderRemote`) and handed to `audio`: always exactly one frame;
+ * - in: when the queue ran dry during that frame, `drained` fires; then up
+ *   to a frame of queued samples is taken and played from boundary k
  *   (`LegMedia.playSamples`), so recordings of the leg hold it.
- * The leg's end delivers the remote audio up to the end, then `ended`.
- * Audio given to `play` therefore starts at the next boundary (at most one
- * frame of latency) and `clear` leaves the frame being played to play out.
- * Both directions count samples by the leg's clock (`nowMs`) between
- * boundaries: on a scaled simulator (SIMULATOR_TIME_SCALE, whose timestamps
- * come from the service clock) frames then carry less audio, compressed
- * like recordings are; at scale 1 and on a test scheduler a frame is
- * exactly `frameSeconds` of audio.
+ * The leg's end first hands out the boundaries due by the end, then the
+ * remote audio from the last boundary to the end (a shorter frame), then
+ * `ended`. Audio given to `play` therefore starts at the next boundary (at
+ * most one frame of latency) and `clear` leaves the frame being played to
+ * play out.
+ *
+ * Frames are counted on the leg's clock (`nowMs`): at scale 1 a frame is
+ * `frameSeconds` of audio (1280 samples for 0.16 s); on a scaled simulator
+ * (SIMULATOR_TIME_SCALE, whose timestamps come from the service clock) it is
+ * `frameSeconds * timeScale` of audio, compressed like recordings are.
+ * Boundaries are whole samples from the start: sample s of the fork is at
+ * start + s/8 ms and boundary k at sample round(k * samples per frame), so a
+ * fractional frame (12.8 samples at scale 0.01) alternates 12 and 13 while
+ * the audio's total stays equal to the time that passed.
  */
+import { FrameClock, type FrameTimers } from "../../media/frame-clock.js";
 import type { ForkEvents, MediaFork } from "../carrier.js";
-import type { Timer } from "../scheduler.js";
 import { type LegMedia, SAMPLE_RATE } from "./media.js";
 
-/** What the fork needs of its leg. */
-export interface ForkHost {
+/** What the fork needs of its leg: its timeline and its timers (cancelled when the leg ends). */
+export interface ForkHost extends FrameTimers {
   readonly timeline: LegMedia;
-  /** Call time in ms. */
-  nowMs(): number;
-  /** A timer of the leg (cancelled when the leg ends). */
-  after(seconds: number, fn: () => void): Timer;
   /** Forgets the fork (it closed). */
   release(fork: SimulatorFork): void;
 }
@@ -33,57 +39,66 @@ export interface ForkHost {
 export class SimulatorFork implements MediaFork {
   private chunks: Int16Array[] = [];
   queued = 0;
-  /** Output rendered up to here (call time, ms). */
-  private renderedMs: number;
-  /** The end of what was played (call time, ms). */
-  private playingUntilMs: number;
+  /** Call time (ms of the leg's clock) the fork started at: its sample s is at startMs + s/8. */
+  readonly startMs: number;
+  /** Samples in a frame (a fraction on a scaled clock). */
+  private readonly frameSamples: number;
+  /** Output rendered up to this sample. */
+  private rendered = 0;
+  /** The end of what was played (sample). */
+  private playingUntil = 0;
   /** Something was played since the last `drained`. */
   private playing = false;
-  private timer: Timer | undefined;
+  private readonly clock: FrameClock;
   private closed = false;
 
   constructor(
     private readonly host: ForkHost,
-    private readonly frameSeconds: number,
+    frameSeconds: number,
     private readonly events: ForkEvents,
   ) {
     if (!(frameSeconds > 0)) throw new RangeError("frameSeconds must be above 0");
-    this.renderedMs = host.nowMs();
-    this.playingUntilMs = this.renderedMs;
-    this.arm();
+    this.frameSamples = frameSeconds * SAMPLE_RATE * host.timeScale;
+    this.clock = new FrameClock(host, frameSeconds, (k) => this.boundary(k));
+    this.startMs = this.clock.startMs;
   }
 
-  private arm(): void {
-    this.timer = this.host.after(this.frameSeconds, () => this.tick());
+  /** The sample boundary `k` falls on. */
+  private sampleOf(k: number): number {
+    return Math.round(k * this.frameSamples);
   }
 
-  private emit(untilMs: number): void {
-    if (untilMs <= this.renderedMs) return;
-    const audio = this.host.timeline.renderRemote(this.renderedMs, untilMs);
-    this.renderedMs = untilMs;
+  /** The call time (ms) of sample `s`. */
+  private msOf(s: number): number {
+    return this.startMs + (s * 1000) / SAMPLE_RATE;
+  }
+
+  /** Hands the remote audio from what was rendered up to sample `until` to `audio`. */
+  private emit(until: number): void {
+    if (until <= this.rendered) return;
+    const audio = this.host.timeline.renderRemote(this.msOf(this.rendered), this.msOf(until));
+    this.rendered = until;
     const samples = audio.channels[0];
     if (samples !== undefined && samples.length > 0) this.events.audio(samples);
   }
 
-  private tick(): void {
+  /** Boundary `k`: the frame just past goes out, the next frame of input plays. */
+  private boundary(k: number): void {
     if (this.closed) return;
-    const now = this.host.nowMs();
-    // The frame just past, in samples of the leg's clock.
-    const frameSamples = Math.round(((now - this.renderedMs) * SAMPLE_RATE) / 1000);
-    this.emit(now);
+    const at = this.sampleOf(k);
+    this.emit(at);
     if (this.closed) return;
-    if (this.playing && this.queued === 0 && this.playingUntilMs <= now) {
+    if (this.playing && this.queued === 0 && this.playingUntil <= at) {
       this.playing = false;
       this.events.drained();
       if (this.closed) return;
     }
-    const frame = this.take(frameSamples);
+    const frame = this.take(this.sampleOf(k + 1) - at);
     if (frame.length > 0) {
-      this.host.timeline.playSamples(now, frame);
-      this.playingUntilMs = now + (frame.length * 1000) / SAMPLE_RATE;
+      this.host.timeline.playSamples(this.msOf(at), frame);
+      this.playingUntil = at + frame.length;
       this.playing = true;
     }
-    this.arm();
   }
 
   /** Takes up to `n` queued samples. */
@@ -114,17 +129,20 @@ export class SimulatorFork implements MediaFork {
     this.queued = 0;
   }
 
-  /** The leg ended at `endMs`: the last audio, then `ended`. */
+  /** The leg ended at `endMs`: the frames due by then, the rest up to the end, then `ended`. */
   legEnded(endMs: number): void {
     if (this.closed) return;
-    this.emit(endMs);
+    this.clock.catchUp(endMs);
+    if (this.closed) return;
+    this.emit(Math.round(((endMs - this.startMs) * SAMPLE_RATE) / 1000));
+    if (this.closed) return;
     this.stop();
     this.events.ended();
   }
 
   private stop(): void {
     this.closed = true;
-    this.timer?.cancel();
+    this.clock.stop();
     this.clear();
     this.host.release(this);
   }
