@@ -12,8 +12,28 @@ import { encodingOf, parseStreamName } from "./domain.js";
 import type { StreamRegistry } from "./registry.js";
 import { type StreamResponse, StreamSession } from "./session.js";
 
-/** How long after the end of the client's messages a cancellation still counts as one. */
-const CANCEL_GRACE_MS = 25;
+/**
+ * How long after the end of the client's messages a cancellation still
+ * counts as one. The wait ends as soon as the RPC's signal aborts, so a
+ * cancelled stream ends at once; only a half-closed one waits it out. A
+ * loaded machine can take tens of ms between the two events of a reset
+ * stream, so this is generous.
+ */
+const CANCEL_GRACE_MS = 250;
+
+/** Resolves when `signal` aborts or after `ms`, whichever is first. */
+function abortedWithin(signal: AbortSignal, ms: number): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
 
 /** Applies a message after the first to the session; throws INVALID_ARGUMENT naming the field. */
 function apply(session: StreamSession, request: StreamCallRequest): void {
@@ -48,7 +68,7 @@ async function pump(
       // like a half-close does, and the RPC's signal aborts just after (on
       // the stream's close): look again a moment later. A half-closed
       // stream's signal stays quiet until the response ends.
-      await new Promise((resolve) => setTimeout(resolve, CANCEL_GRACE_MS));
+      await abortedWithin(signal, CANCEL_GRACE_MS);
       session.end(signal.aborted ? "cancelled" : "client");
       return;
     }
