@@ -1,0 +1,245 @@
+/**
+ * The console's pages in headless Chromium, for what a credential may not
+ * do and for empty projects: refused sign-ins show the server's message; a
+ * viewer sees lists and empty states but no button the API would refuse; a
+ * key without a page's permissions sees the API's refusal; operator pages
+ * are not offered to project credentials. Every page is checked with
+ * axe-core at 375 px wide in the dark theme, and must not scroll sideways.
+ *
+ * Without Chromium this test FAILS (it never skips).
+ */
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PhoneNumber_PhoneNumberCapability as Capability } from "../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
+import { systemClock } from "../../src/clock.js";
+import { addBlock, blockAllocator, numberingClients, provision } from "../numbering/support.js";
+import { newApiKey, newProject, TEST_OPERATOR_TOKEN } from "../support/app.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
+import {
+  type ConsoleHarness,
+  newTab,
+  openPage,
+  pageProblems,
+  screenshot,
+  seriousViolations,
+  signIn,
+  startConsole,
+} from "./support.js";
+
+describe.each(testDatabases().slice(0, 1))("the console's pages ($name)", (backend) => {
+  const database = useTestDatabase(backend);
+  let h: ConsoleHarness | undefined;
+  let projectId = "";
+  let viewer = "";
+  let numberingOnly = "";
+  let owner = "";
+  let sender = "";
+  let setupError: unknown;
+
+  beforeAll(async () => {
+    try {
+      h = await startConsole(database.db);
+      const project = await newProject(database.db);
+      projectId = project.slice("projects/".length);
+      viewer = (await newApiKey(database.db, [{ project, roles: ["roles/viewer"] }])).secret;
+      numberingOnly = (await newApiKey(database.db, [{ project, roles: ["roles/numbering.admin"] }])).secret;
+      owner = (await newApiKey(database.db, [{ project, roles: ["roles/owner"] }])).secret;
+      const numbering = numberingClients(database.db, systemClock);
+      const blocks = blockAllocator();
+      await addBlock(numbering, blocks(), 5);
+      // The owner's project has an SMS number (provisioned after the viewer's empty-state checks read nothing).
+      sender = await addBlock(numbering, blocks(), 1, { capabilities: [Capability.SMS, Capability.VOICE] });
+    } catch (err) {
+      setupError = err;
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  function ready(): ConsoleHarness {
+    if (setupError !== undefined) throw setupError;
+    if (h === undefined) throw new Error("setup did not run");
+    return h;
+  }
+
+  /** Screenshot, axe, and no sideways scrolling at the tab's width. */
+  async function check(page: Page, name: string, width: number): Promise<void> {
+    await screenshot(page, name);
+    expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
+    const scrollWidth = await page.evaluate(
+      () =>
+        (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document
+          .documentElement.scrollWidth,
+    );
+    expect(scrollWidth, `${name} scrolls sideways`).toBeLessThanOrEqual(width);
+  }
+
+  it("refuses an unknown token with the server's message", async () => {
+    const h = ready();
+    const { close, page } = await newTab(h, { width: 375, dark: true });
+    try {
+      await page.goto(`${h.baseUrl}/console/`);
+      await page.getByLabel("Token").fill("not-a-real-token");
+      await page.getByLabel("Project ID").fill(projectId);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      const alert = page.getByRole("alert");
+      await alert.waitFor();
+      expect(await alert.textContent()).toMatch(/Sign-in refused: UNAUTHENTICATED/);
+      expect(await page.getByRole("button", { name: "Sign out" }).count()).toBe(0);
+      await check(page, "sign-in-refused-375-dark", 375);
+    } finally {
+      await close();
+    }
+  });
+
+  it("asks a project credential for its project", async () => {
+    const h = ready();
+    const { close, page } = await newTab(h);
+    try {
+      await page.goto(`${h.baseUrl}/console/`);
+      await page.getByLabel("Token").fill(viewer);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page
+        .getByRole("alert")
+        .getByText(/enter the project it works on/)
+        .waitFor();
+    } finally {
+      await close();
+    }
+  });
+
+  it("shows a viewer the lists and empty states, and no button the API would refuse", async () => {
+    const h = ready();
+    const { close, page, logs } = await newTab(h, { width: 375, dark: true });
+    try {
+      await signIn(page, h.baseUrl, viewer, projectId);
+      // No operator pages offered, and none reachable.
+      expect(await page.getByRole("link", { name: "Projects" }).count()).toBe(0);
+      expect(await page.getByRole("link", { name: "API keys" }).count()).toBe(0);
+      await page.evaluate(() => {
+        (globalThis as unknown as { location: { hash: string } }).location.hash = "#/projects";
+      });
+      await page.getByText("This page is the operator's").waitFor();
+      await check(page, "viewer-projects-375-dark", 375);
+
+      await openPage(page, "#/numbers", "Numbers");
+      await page.getByText("The project has no numbers yet").waitFor();
+      await page.getByRole("button", { name: "Search" }).click();
+      await page.getByRole("region", { name: "Numbers available" }).waitFor();
+      expect(await page.getByRole("cell", { name: /\+61/ }).count()).toBeGreaterThan(0);
+      expect(await page.getByRole("button", { name: /^Provision/ }).count()).toBe(0);
+      await check(page, "viewer-numbers-375-dark", 375);
+
+      await openPage(page, "#/calls", "Calls");
+      await page.getByText("No calls yet.").waitFor();
+      expect(await page.getByRole("form", { name: "Place a call" }).count()).toBe(0);
+      await page.getByLabel("State").selectOption("FAILED");
+      await page.getByText("No call matches these filters.").waitFor();
+      await check(page, "viewer-calls-375-dark", 375);
+
+      await openPage(page, "#/webhooks", "Webhooks");
+      await page.getByText("No webhooks sent yet.").waitFor();
+      await check(page, "viewer-webhooks-375-dark", 375);
+
+      await openPage(page, "#/messages", "Messages");
+      await page.getByText("No messages yet.").waitFor();
+      await page.getByText("Nobody has unsubscribed.").waitFor();
+      expect(await page.getByRole("form", { name: "Send a message" }).count()).toBe(0);
+      expect(await page.getByRole("form", { name: "Add an unsubscriber" }).count()).toBe(0);
+      await check(page, "viewer-messages-375-dark", 375);
+
+      expect(pageProblems(logs)).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("shows the API's refusal where a key lacks a page's permissions", async () => {
+    const h = ready();
+    const { close, page } = await newTab(h);
+    try {
+      await signIn(page, h.baseUrl, numberingOnly, projectId);
+      await openPage(page, "#/calls", "Calls");
+      const alert = page.getByRole("alert");
+      await alert.waitFor();
+      const text = await alert.textContent();
+      expect(text).toMatch(/Could not list calls: PERMISSION_DENIED/);
+      expect(text).toMatch(/voice\.calls\.list/);
+      expect(text).toMatch(/Request id: \S+/);
+      // It may not place calls either: the form is not offered.
+      expect(await page.getByRole("form", { name: "Place a call" }).count()).toBe(0);
+      await check(page, "numbering-only-calls", 1100);
+    } finally {
+      await close();
+    }
+  });
+
+  it("shows the operator the admin pages, usable at 375 px in the dark theme", async () => {
+    const h = ready();
+    const { close, page } = await newTab(h, { width: 375, dark: true });
+    try {
+      await signIn(page, h.baseUrl, TEST_OPERATOR_TOKEN);
+      await page.getByRole("heading", { level: 1, name: "Projects" }).waitFor();
+      // At 375 px a row is a card: each cell's name starts with its column's label.
+      await page.getByText(projectId, { exact: true }).waitFor();
+      await check(page, "operator-projects-375-dark", 375);
+      await openPage(page, "#/api-keys", "API keys");
+      await page.getByRole("table").waitFor();
+      await check(page, "operator-api-keys-375-dark", 375);
+      // A project opened: its pages are offered too.
+      await openPage(page, "#/projects", "Projects");
+      await page.getByRole("button", { name: `Open ${projectId}` }).click();
+      await page.getByRole("heading", { level: 1, name: "Numbers" }).waitFor();
+      expect(await page.getByRole("link", { name: "Calls" }).count()).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+
+  it("shows a message's encoding and segments before sending it, then its status", async () => {
+    const h = ready();
+    const { close, page, logs } = await newTab(h);
+    try {
+      await provision(numberingClients(database.db, systemClock), `projects/${projectId}`, sender);
+      await signIn(page, h.baseUrl, owner, projectId);
+      await openPage(page, "#/messages", "Messages");
+      const body = page.getByLabel("Body");
+      const facts = page.getByTestId("message-encoding");
+      await body.fill("Hello from the console");
+      expect(await facts.textContent()).toBe("GSM7 · 1 segment");
+      await body.fill("x".repeat(161));
+      expect(await facts.textContent()).toBe("GSM7 · 2 segments");
+      await body.fill("Héllo “friend” 😀");
+      expect(await facts.textContent()).toBe("UCS2 · 1 segment");
+      await body.fill("Hello “friend”");
+      await page.getByLabel(/Smart encoding/).check();
+      expect(await facts.textContent()).toBe("GSM7 · 1 segment");
+      await page.getByLabel("To", { exact: true }).fill("+61491570156");
+      await page.getByLabel("From (a number of the project)").fill(sender);
+      await page.getByRole("button", { name: "Send", exact: true }).click();
+      const sent = page.getByRole("status").getByRole("link");
+      await sent.waitFor();
+      await sent.click();
+      await page.getByRole("heading", { level: 1, name: /^Message / }).waitFor();
+      await expect
+        .poll(() => page.getByTestId("message-status").textContent(), { timeout: 30_000 })
+        .toMatch(/DELIVERED|SENT|UNDELIVERED/);
+      await page.getByRole("heading", { name: "Status history" }).waitFor();
+      await check(page, "owner-message", 1100);
+
+      // Unsubscribers: checked as typed, added, listed.
+      await openPage(page, "#/messages", "Messages");
+      await page.getByLabel("Add a number").fill("0491");
+      expect(await page.getByLabel("Add a number").getAttribute("aria-invalid")).toBe("true");
+      await page.getByLabel("Add a number").fill("+61491570199");
+      await page.getByRole("button", { name: "Add", exact: true }).click();
+      await page.getByRole("button", { name: "Remove +61491570199" }).waitFor();
+      await check(page, "owner-messages", 1100);
+      expect(pageProblems(logs)).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+});
