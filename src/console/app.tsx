@@ -18,6 +18,8 @@ const NumbersPage = lazy(() => import("./numbers/numbers.js"));
 const CallsPage = lazy(() => import("./calls/calls.js"));
 const CallPage = lazy(() => import("./calls/call.js"));
 const WebhooksPage = lazy(() => import("./webhooks/webhooks.js"));
+const MessagesPage = lazy(() => import("./messages/messages.js"));
+const SipDomainsPage = lazy(() => import("./sip-domains/sip-domains.js"));
 
 interface SessionContextValue {
   session: Session;
@@ -84,6 +86,8 @@ const NAV: NavItem[] = [
   { route: "api-keys", label: "API keys", operator: true },
   { route: "numbers", label: "Numbers", project: true },
   { route: "calls", label: "Calls", project: true },
+  { route: "messages", label: "Messages", project: true },
+  { route: "sip-domains", label: "SIP domains", project: true },
   { route: "webhooks", label: "Webhooks", project: true },
 ];
 
@@ -165,6 +169,10 @@ function pageOf(page: string, route: string[], session: Session): ReactNode {
       return <CallPage id={route[1] ?? ""} />;
     case "webhooks":
       return <WebhooksPage />;
+    case "messages":
+      return <MessagesPage />;
+    case "sip-domains":
+      return <SipDomainsPage />;
     default:
       return <EmptyState title="No such page" />;
   }
