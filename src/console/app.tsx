@@ -14,6 +14,9 @@ import { createConsoleTransport } from "./transport.js";
 
 const ProjectsPage = lazy(() => import("./admin/projects.js"));
 const ApiKeysPage = lazy(() => import("./admin/api-keys.js"));
+const ServiceAccountsPage = lazy(() => import("./admin/service-accounts.js"));
+const InventoryPage = lazy(() => import("./operator/inventory.js"));
+const SimulatorPage = lazy(() => import("./operator/simulator.js"));
 const NumbersPage = lazy(() => import("./numbers/numbers.js"));
 const CallsPage = lazy(() => import("./calls/calls.js"));
 const CallPage = lazy(() => import("./calls/call.js"));
@@ -84,6 +87,9 @@ interface NavItem {
 const NAV: NavItem[] = [
   { route: "projects", label: "Projects", operator: true },
   { route: "api-keys", label: "API keys", operator: true },
+  { route: "service-accounts", label: "Service accounts", operator: true },
+  { route: "inventory", label: "Inventory", operator: true },
+  { route: "simulator", label: "Simulator", operator: true },
   { route: "numbers", label: "Numbers", project: true },
   { route: "calls", label: "Calls", project: true },
   { route: "messages", label: "Messages", project: true },
@@ -161,6 +167,12 @@ function pageOf(page: string, route: string[], session: Session): ReactNode {
       return <ProjectsPage />;
     case "api-keys":
       return <ApiKeysPage />;
+    case "service-accounts":
+      return <ServiceAccountsPage />;
+    case "inventory":
+      return <InventoryPage />;
+    case "simulator":
+      return <SimulatorPage />;
     case "numbers":
       return <NumbersPage />;
     case "calls":

@@ -188,6 +188,51 @@ describe.each(testDatabases().slice(0, 1))("the console's pages ($name)", (backe
       await openPage(page, "#/api-keys", "API keys");
       await page.getByRole("table").waitFor();
       await check(page, "operator-api-keys-375-dark", 375);
+      // Service accounts: a key file shown once.
+      await openPage(page, "#/service-accounts", "Service accounts");
+      await page.getByText("No service accounts yet.").waitFor();
+      await check(page, "operator-service-accounts-empty-375-dark", 375);
+      await page.getByLabel("Account ID").fill("console-bot");
+      await page.getByLabel("Project ID").fill(projectId);
+      await page.getByRole("button", { name: "Create service account" }).click();
+      await page.getByRole("button", { name: "Create a key for console-bot" }).click();
+      const dialog = page.getByRole("dialog", { name: "The key file" });
+      await dialog.waitFor();
+      expect(JSON.parse(await dialog.getByLabel("Secret (shown once)").inputValue())).toHaveProperty(
+        "private_key",
+      );
+      await check(page, "operator-service-account-key-375-dark", 375);
+      await dialog.getByRole("button", { name: "I have saved it" }).click();
+
+      // Inventory: a block added, then found.
+      await openPage(page, "#/inventory", "Inventory");
+      await page.getByLabel("First number (E.164)").fill("+6125550");
+      await page.getByLabel("First number (E.164)").fill("+61755509900");
+      await page.getByLabel("How many").fill("3");
+      await page.getByRole("button", { name: "Add block" }).click();
+      await page.getByText("Added the block.").waitFor();
+      await page.getByLabel("Starts with").fill("+617555099");
+      await page.getByRole("button", { name: "Search" }).click();
+      await page.getByText("+61755509902").waitFor();
+      await check(page, "operator-inventory-375-dark", 375);
+
+      // Simulator: a route, and an incoming message to a number nobody holds (the API's refusal shown).
+      await openPage(page, "#/simulator", "Simulator");
+      await page.getByText(/No routes/).waitFor();
+      await page.getByLabel("Numbers starting with").fill("+6149157");
+      await page.getByLabel("Keys pressed after answering").fill("12x");
+      expect(await page.getByLabel("Keys pressed after answering").getAttribute("aria-invalid")).toBe("true");
+      await page.getByLabel("Keys pressed after answering").fill("12#");
+      await page.getByRole("button", { name: "Add route" }).click();
+      await page.getByRole("button", { name: "Delete route +6149157" }).waitFor();
+      const inject = page.getByRole("form", { name: "Inject an incoming message" });
+      await inject.getByLabel("To (a provisioned number)").fill("+61755509901");
+      await inject.getByLabel("From").fill("+61491570156");
+      await inject.getByLabel("Body").fill("hello");
+      await inject.getByRole("button", { name: "Deliver the message" }).click();
+      await inject.getByRole("alert").waitFor();
+      await check(page, "operator-simulator-375-dark", 375);
+
       // A project opened: its pages are offered too.
       await openPage(page, "#/projects", "Projects");
       await page.getByRole("button", { name: `Open ${projectId}` }).click();
@@ -238,6 +283,51 @@ describe.each(testDatabases().slice(0, 1))("the console's pages ($name)", (backe
       await page.getByRole("button", { name: "Remove +61491570199" }).waitFor();
       await check(page, "owner-messages", 1100);
       expect(pageProblems(logs)).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("checks a SIP domain's CIDR blocks as they are typed, then creates and edits it", async () => {
+    const h = ready();
+    const { close, page, logs } = await newTab(h, { width: 375 });
+    try {
+      await signIn(page, h.baseUrl, owner, projectId);
+      await openPage(page, "#/sip-domains", "SIP domains");
+      await page.getByText("No SIP domains yet.").waitFor();
+      const form = page.getByRole("form", { name: "Create a SIP domain" });
+      const domainId = `c${projectId.slice(2, 12)}`;
+      await form.getByLabel("Domain ID").fill(domainId);
+      await form.getByLabel("Handler URIs (one per line)").fill("https://handler.example.com/sip");
+      const cidrs = form.getByLabel("CIDR blocks (one per line)");
+      await cidrs.fill("203.0.113.7/24");
+      await form.getByRole("alert").getByText("host bits are set: the block is 203.0.113.0/24").waitFor();
+      expect(await cidrs.getAttribute("aria-invalid")).toBe("true");
+      expect(await form.getByRole("button", { name: "Create domain" }).isDisabled()).toBe(true);
+      await cidrs.fill("203.0.113.0/24\n10.0.0.300/32");
+      await form
+        .getByRole("alert")
+        .getByText(/10\.0\.0\.300\/32: each part of the address is 0 to 255/)
+        .waitFor();
+      await cidrs.fill("203.0.113.0/24\n198.51.100.7/32");
+      await form.getByText("2 blocks").waitFor();
+      await check(page, "owner-sip-domain-form-375", 375);
+      await form.getByRole("button", { name: "Create domain" }).click();
+      await page.getByRole("button", { name: `Edit ${domainId}` }).waitFor();
+      await page.getByText("198.51.100.7/32", { exact: false }).first().waitFor();
+
+      await page.getByRole("button", { name: `Edit ${domainId}` }).click();
+      const edit = page.getByRole("form", { name: `Edit ${domainId}` });
+      await edit.getByLabel("Display name").fill("Office");
+      await edit.getByLabel("CIDR blocks (one per line)").fill("192.0.2.0/28");
+      await edit.getByRole("button", { name: "Save" }).click();
+      await edit.waitFor({ state: "detached" });
+      await page.getByText("192.0.2.0/28").first().waitFor();
+      await check(page, "owner-sip-domains-375", 375);
+      expect(pageProblems(logs)).toEqual([]);
+    } catch (err) {
+      await screenshot(page, "sip-failure").catch(() => {});
+      throw err;
     } finally {
       await close();
     }
