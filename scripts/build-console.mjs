@@ -47,7 +47,8 @@ export async function buildConsole({ outdir, quiet = false }) {
     chunkNames: "[name]-[hash]",
     assetNames: "[name]-[hash]",
     define: { "process.env.NODE_ENV": '"production"' },
-    legalComments: "none",
+    // Bundled packages' licence comments stay with their code (docs/licenses.md).
+    legalComments: "eof",
     logLevel: "warning",
   });
   const outputs = result.metafile.outputs;

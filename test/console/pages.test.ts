@@ -94,6 +94,52 @@ describe.each(testDatabases().slice(0, 1))("the console's pages ($name)", (backe
     }
   });
 
+  it("signs in and moves between pages from the keyboard alone", async () => {
+    const h = ready();
+    const { close, page } = await newTab(h);
+    try {
+      await page.goto(`${h.baseUrl}/console/`);
+      await page.keyboard.press("Tab");
+      expect(
+        await page.evaluate(
+          () =>
+            (globalThis as unknown as { document: { activeElement: { id: string } } }).document.activeElement
+              .id,
+        ),
+      ).toMatch(/token/);
+      await page.keyboard.type(viewer);
+      await page.keyboard.press("Tab");
+      await page.keyboard.type(projectId);
+      await page.keyboard.press("Enter");
+      await page.getByRole("heading", { level: 1, name: "Numbers" }).waitFor();
+      // The skip link comes first, then the navigation.
+      await page.keyboard.press("Tab");
+      expect(
+        await page.evaluate(
+          () =>
+            (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document
+              .activeElement.textContent,
+        ),
+      ).toBe("Skip to content");
+      const calls = page.getByRole("link", { name: "Calls" });
+      for (
+        let i = 0;
+        i < 10 &&
+        !(await calls.evaluate(
+          (el) =>
+            el === (globalThis as unknown as { document: { activeElement: unknown } }).document.activeElement,
+        ));
+        i++
+      ) {
+        await page.keyboard.press("Tab");
+      }
+      await page.keyboard.press("Enter");
+      await page.getByRole("heading", { level: 1, name: "Calls" }).waitFor();
+    } finally {
+      await close();
+    }
+  });
+
   it("asks a project credential for its project", async () => {
     const h = ready();
     const { close, page } = await newTab(h);
