@@ -94,6 +94,22 @@ describe.each(testDatabases().slice(0, 1))("the console: a newcomer's path ($nam
     expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
   }
 
+  /** The page at 375 px wide: screenshot, axe, no sideways scrolling; then back to the desktop width. */
+  async function checkNarrow(page: Page, name: string): Promise<void> {
+    await page.setViewportSize({ width: 375, height: 900 });
+    try {
+      await check(page, name);
+      const width = await page.evaluate(
+        () =>
+          (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document
+            .documentElement.scrollWidth,
+      );
+      expect(width, `${name} scrolls sideways`).toBeLessThanOrEqual(375);
+    } finally {
+      await page.setViewportSize({ width: 1100, height: 900 });
+    }
+  }
+
   it("takes a browser from / to the console, and a newcomer through a first call", async () => {
     const { h, handler } = ready();
     const { close, page, logs } = await newTab(h);
@@ -189,6 +205,7 @@ describe.each(testDatabases().slice(0, 1))("the console: a newcomer's path ($nam
         .toEqual({ ready: true, error: undefined });
       await page.getByRole("cell", { name: "CALL_STATE_UPDATE" }).first().waitFor();
       await check(page, "06-call");
+      await checkNarrow(page, "06-call-375");
 
       // Its state updates failed (the handler answered 503); their retries are
       // given up by hand (the last of 9 rounds is hours away), then one is
@@ -220,6 +237,7 @@ describe.each(testDatabases().slice(0, 1))("the console: a newcomer's path ($nam
         .toBe("DELIVERED");
       expect(await page.getByRole("button", { name: "Redeliver" }).count()).toBe(0);
       await check(page, "08-webhook-delivery");
+      await checkNarrow(page, "08-webhook-delivery-375");
 
       expect(pageProblems(logs)).toEqual([]);
     } catch (err) {
