@@ -203,6 +203,8 @@ describe.each(testDatabases().slice(0, 1))("the console: a newcomer's path ($nam
           timeout: 10_000,
         })
         .toEqual({ ready: true, error: undefined });
+      // Its waveform, decoded from the same audio.
+      await page.getByRole("img", { name: /^Waveform of recording / }).waitFor({ timeout: 10_000 });
       await page.getByRole("cell", { name: "CALL_STATE_UPDATE" }).first().waitFor();
       await check(page, "06-call");
       await checkNarrow(page, "06-call-375");

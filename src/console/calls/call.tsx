@@ -5,6 +5,7 @@
  * player; and their transcriptions beside them.
  */
 import { useInfiniteQuery, useQuery } from "@connectrpc/connect-query";
+import { useState } from "react";
 import {
   type Call,
   Calls,
@@ -32,6 +33,7 @@ import { Page } from "../kit/page.js";
 import { Table } from "../kit/table.js";
 import { href } from "../router.js";
 import { isFinal, POLL_MS } from "./states.js";
+import { Waveform } from "./waveform.js";
 
 /** A link the API gave, on the console's own origin (the server that serves both). */
 function sameOrigin(uri: string): string {
@@ -166,19 +168,28 @@ function Recordings_({ name, live }: { name: string; live: boolean }) {
                 {duration(r.duration)}
               </p>
               {r.audio[0] !== undefined && r.audio[0].uri !== "" && (
-                // biome-ignore lint/a11y/useMediaCaption: call audio has no captions; its transcription is shown beside it
-                <audio
-                  controls
-                  preload="metadata"
-                  src={sameOrigin(r.audio[0].uri)}
-                  aria-label={`Recording ${lastSegment(r.name)}`}
-                />
+                <Player uri={r.audio[0].uri} name={r.name} />
               )}
             </li>
           ))}
         </ul>
       )}
     </section>
+  );
+}
+
+/**
+ * A recording's audio player and waveform. The link is kept as first seen:
+ * a refetch signs a new one, which must not restart the player.
+ */
+function Player({ uri, name }: { uri: string; name: string }) {
+  const [src] = useState(() => sameOrigin(uri));
+  return (
+    <>
+      {/* biome-ignore lint/a11y/useMediaCaption: call audio has no captions; its transcription is shown beside it */}
+      <audio controls preload="metadata" src={src} aria-label={`Recording ${lastSegment(name)}`} />
+      <Waveform src={src} label={`Waveform of recording ${lastSegment(name)}`} />
+    </>
   );
 }
 
