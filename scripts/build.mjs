@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npm run build`: compiles the server (src/start.ts) and the operator CLI
- * (src/cli.ts) to JavaScript in dist/, with esbuild.
+ * (src/cli.ts) to JavaScript in dist/, with esbuild, and the console (the
+ * browser app of src/console/) into dist/console/ (scripts/build-console.mjs).
  *
  * Each entry becomes an ES module (with shared chunks beside it) holding the
  * project's code (src/ and gen/) and most of its npm dependencies; the few
@@ -21,6 +22,7 @@ import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildConsole } from "./build-console.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "dist");
@@ -34,6 +36,7 @@ const inputs = [
   "package-lock.json",
   "scripts/patches",
   "scripts/build.mjs",
+  "scripts/build-console.mjs",
 ].map((p) => join(root, p));
 
 /** The newest modification time under `path` (a file or a folder). */
@@ -107,6 +110,8 @@ await esbuild.build({
   sourcesContent: false,
   logLevel: "warning",
 });
+// The console (src/console/), served at /console/ (src/transport/console.ts).
+await buildConsole({ outdir: join(out, "console") });
 cpSync(join(root, "src/db/migrations"), join(out, "migrations"), { recursive: true });
 // The OpenAPI documents buf generate made, served at /openapi.json (src/transport/openapi.ts).
 cpSync(join(root, "gen/openapi"), join(out, "openapi"), { recursive: true });

@@ -51,6 +51,7 @@ import { startTracing } from "./observability/tracing.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, createMessageNetwork, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
+import { createConsoleHttp } from "./transport/console.js";
 import { withCors } from "./transport/cors.js";
 import { chainFallbacks, type Fallback } from "./transport/fallback.js";
 import { withGrpcMessageEncoding } from "./transport/grpc-message.js";
@@ -111,6 +112,8 @@ export interface BuildOptions {
   rateLimitClock?: MonotonicClock;
   /** The credential cache's lifetime and size (tests); `live` is always the change listener's. */
   credentialCache?: Omit<CredentialCacheOptions, "live">;
+  /** The built console served at /console/ (tests build one); by default dist/console/. */
+  consoleDir?: string;
 }
 
 export async function build(options: BuildOptions = {}): Promise<App> {
@@ -283,6 +286,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     createHealthHttp(health, { readiness: options.readiness ?? (() => databaseAnswers(database)) }),
     // GET /openapi.json, /admin/openapi.json and the reference page /docs (no credentials)
     createOpenApiHttp(),
+    // GET /console/ (the browser app) and GET / from a browser (src/transport/console.ts)
+    createConsoleHttp(options.consoleDir === undefined ? {} : { dir: options.consoleDir }),
     // GET /metrics (Prometheus; the operator token)
     metricsRoute(operatorToken.token),
     // GET signed recording audio links (src/recordings/links.ts)

@@ -1,0 +1,304 @@
+/**
+ * One call: its timeline (every state with its time), refreshed until it
+ * ends; the call-control requests and state updates sent for it (from the
+ * webhook inspector); its child calls; its recordings with an audio
+ * player; and their transcriptions beside them.
+ */
+import { useInfiniteQuery, useQuery } from "@connectrpc/connect-query";
+import { useState } from "react";
+import {
+  type Call,
+  Calls,
+  Call_CreateMethod as CreateMethod,
+  Call_Direction as Direction,
+  Call_State as State,
+} from "../../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import {
+  Recording_State as RecordingState,
+  Recordings,
+  RecordingView,
+} from "../../../gen/enfonica/voice/v1beta1/recordings_pb.js";
+import {
+  Transcription_State as TranscriptionState,
+  Transcriptions,
+  TranscriptionView,
+} from "../../../gen/enfonica/voice/v1beta1/transcriptions_pb.js";
+import { WebhookDelivery_State as DeliveryState } from "../../../gen/switchboard/admin/v1/webhooks_pb.js";
+import { WebhookDeliveries } from "../../../gen/switchboard/webhooks/v1/webhook_deliveries_pb.js";
+import { useSession } from "../app.js";
+import { EmptyState } from "../kit/empty.js";
+import { ErrorBanner } from "../kit/errors.js";
+import { duration, enumName, lastSegment, millis, time } from "../kit/format.js";
+import { Page } from "../kit/page.js";
+import { Table } from "../kit/table.js";
+import { href } from "../router.js";
+import { isFinal, POLL_MS } from "./states.js";
+import { Waveform } from "./waveform.js";
+
+/** A link the API gave, on the console's own origin (the server that serves both). */
+function sameOrigin(uri: string): string {
+  try {
+    const u = new URL(uri, window.location.origin);
+    return `${u.pathname}${u.search}`;
+  } catch {
+    return uri;
+  }
+}
+
+export default function CallPage({ id }: { id: string }) {
+  const { session } = useSession();
+  const name = `${session.project}/calls/${id}`;
+  const call = useQuery(
+    Calls.method.getCall,
+    { name },
+    { refetchInterval: (q) => (q.state.data !== undefined && isFinal(q.state.data.state) ? false : POLL_MS) },
+  );
+  const ended = call.data !== undefined && isFinal(call.data.state);
+  return (
+    <Page title={`Call ${id}`}>
+      <p>
+        <a href={href("calls")}>← All calls</a>
+      </p>
+      <ErrorBanner error={call.error} title="Could not get the call" />
+      {call.data !== undefined && (
+        <>
+          <Summary call={call.data} />
+          <Timeline call={call.data} />
+          <Recordings_ name={name} live={!ended} />
+          <Transcriptions_ name={name} live={!ended} />
+          <ControlRequests name={name} live={!ended} />
+          <ChildCalls name={name} live={!ended} />
+        </>
+      )}
+    </Page>
+  );
+}
+
+function Summary({ call }: { call: Call }) {
+  return (
+    <dl className="summary">
+      <dt>State</dt>
+      <dd>
+        <span className="state" data-testid="call-state" data-state={enumName(State, call.state)}>
+          {enumName(State, call.state)}
+        </span>
+      </dd>
+      <dt>Direction</dt>
+      <dd>{enumName(Direction, call.direction)}</dd>
+      <dt>From</dt>
+      <dd>{call.from}</dd>
+      <dt>To</dt>
+      <dd>{call.to}</dd>
+      <dt>Created by</dt>
+      <dd>{enumName(CreateMethod, call.createMethod)}</dd>
+      {call.originatingCall !== "" && (
+        <>
+          <dt>Parent call</dt>
+          <dd>
+            <a href={href("call", lastSegment(call.originatingCall))}>{lastSegment(call.originatingCall)}</a>
+          </dd>
+        </>
+      )}
+      {call.errorCode !== "" && (
+        <>
+          <dt>Error</dt>
+          <dd>
+            <code>{call.errorCode}</code> {call.errorMessage}
+          </dd>
+        </>
+      )}
+      <dt>Answered for</dt>
+      <dd>{duration(call.answerDuration)}</dd>
+    </dl>
+  );
+}
+
+function Timeline({ call }: { call: Call }) {
+  const steps: { label: string; at: typeof call.createTime }[] = [
+    { label: "QUEUED", at: call.createTime },
+    { label: "STARTING", at: call.startTime },
+    { label: "RINGING", at: call.ringTime },
+    { label: "IN_PROGRESS", at: call.answerTime },
+    { label: isFinal(call.state) ? enumName(State, call.state) : "END", at: call.endTime },
+  ];
+  const start = millis(call.createTime) ?? 0;
+  return (
+    <section aria-labelledby="timeline-title">
+      <h2 id="timeline-title">Timeline</h2>
+      <ol className="timeline">
+        {steps
+          .filter((s) => s.at !== undefined)
+          .map((s) => (
+            <li key={s.label}>
+              <strong>{s.label}</strong> <time>{time(s.at)}</time>{" "}
+              <span className="muted">+{(((millis(s.at) ?? start) - start) / 1000).toFixed(1)} s</span>
+            </li>
+          ))}
+      </ol>
+    </section>
+  );
+}
+
+function Recordings_({ name, live }: { name: string; live: boolean }) {
+  const list = useQuery(
+    Recordings.method.listRecordings,
+    { parent: name, pageSize: 50, view: RecordingView.FULL },
+    {
+      refetchInterval: (q) =>
+        live || q.state.data?.recordings.some((r) => r.state === RecordingState.PENDING) === true
+          ? POLL_MS
+          : false,
+    },
+  );
+  const rows = list.data?.recordings ?? [];
+  return (
+    <section aria-labelledby="recordings-title">
+      <h2 id="recordings-title">Recordings</h2>
+      <ErrorBanner error={list.error} title="Could not list recordings" />
+      {rows.length === 0 ? (
+        <EmptyState title="No recordings">
+          A call records when asked to (Record, RecordCall, or the recording option).
+        </EmptyState>
+      ) : (
+        <ul className="recordings">
+          {rows.map((r) => (
+            <li key={r.name}>
+              <p>
+                <code>{lastSegment(r.name)}</code> · {enumName(RecordingState, r.state)} ·{" "}
+                {duration(r.duration)}
+              </p>
+              {r.audio[0] !== undefined && r.audio[0].uri !== "" && (
+                <Player uri={r.audio[0].uri} name={r.name} />
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+/**
+ * A recording's audio player and waveform. The link is kept as first seen:
+ * a refetch signs a new one, which must not restart the player.
+ */
+function Player({ uri, name }: { uri: string; name: string }) {
+  const [src] = useState(() => sameOrigin(uri));
+  return (
+    <>
+      {/* biome-ignore lint/a11y/useMediaCaption: call audio has no captions; its transcription is shown beside it */}
+      <audio controls preload="metadata" src={src} aria-label={`Recording ${lastSegment(name)}`} />
+      <Waveform src={src} label={`Waveform of recording ${lastSegment(name)}`} />
+    </>
+  );
+}
+
+function Transcriptions_({ name, live }: { name: string; live: boolean }) {
+  const list = useQuery(
+    Transcriptions.method.listTranscriptions,
+    { parent: name, pageSize: 50, view: TranscriptionView.FULL },
+    {
+      refetchInterval: (q) =>
+        live || q.state.data?.transcriptions.some((t) => t.state === TranscriptionState.PENDING) === true
+          ? POLL_MS
+          : false,
+    },
+  );
+  const rows = list.data?.transcriptions ?? [];
+  if (rows.length === 0 && list.error === null) return null;
+  return (
+    <section aria-labelledby="transcriptions-title">
+      <h2 id="transcriptions-title">Transcriptions</h2>
+      <ErrorBanner error={list.error} title="Could not list transcriptions" />
+      {rows.map((t) => (
+        <div key={t.name} className="card">
+          <p>
+            Of <code>{lastSegment(t.recording)}</code> · {enumName(TranscriptionState, t.state)}
+          </p>
+          <ul>
+            {t.utterances.map((u, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: utterances have no id and never reorder
+              <li key={i}>
+                <span className="muted">{duration(u.offset)}</span> {u.text}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ))}
+    </section>
+  );
+}
+
+function ControlRequests({ name, live }: { name: string; live: boolean }) {
+  const { session } = useSession();
+  const list = useInfiniteQuery(
+    WebhookDeliveries.method.listWebhookDeliveries,
+    { parent: session.project, pageSize: 50, pageToken: "", filter: `call = "${name}"` },
+    {
+      pageParamKey: "pageToken",
+      getNextPageParam: (l) => l.nextPageToken || undefined,
+      refetchInterval: live ? POLL_MS : false,
+    },
+  );
+  const rows = list.data?.pages.flatMap((p) => p.webhookDeliveries) ?? [];
+  return (
+    <section aria-labelledby="control-title">
+      <h2 id="control-title">Requests sent for this call</h2>
+      <ErrorBanner error={list.error} title="Could not list the call's webhooks" />
+      <Table
+        caption="Requests sent for this call"
+        rows={rows}
+        rowKey={(d) => d.name}
+        empty="No requests sent for this call yet."
+        hasMore={list.hasNextPage}
+        loadingMore={list.isFetchingNextPage}
+        onLoadMore={() => void list.fetchNextPage()}
+        columns={[
+          { header: "Event", cell: (d) => <a href={href("webhooks", lastSegment(d.name))}>{d.eventType}</a> },
+          { header: "State", cell: (d) => enumName(DeliveryState, d.state) },
+          { header: "To", cell: (d) => d.uris.join(" ") },
+          {
+            header: "Answer",
+            cell: (d) => {
+              const last = d.attempts.at(-1);
+              return last === undefined ? "—" : <pre className="clip">{last.responseBody || last.error}</pre>;
+            },
+          },
+          { header: "Created", cell: (d) => time(d.createTime) },
+        ]}
+      />
+    </section>
+  );
+}
+
+function ChildCalls({ name, live }: { name: string; live: boolean }) {
+  const { session } = useSession();
+  const list = useQuery(
+    Calls.method.listCalls,
+    { parent: session.project, pageSize: 100, filter: "create_method = PARENT_CALL" },
+    { refetchInterval: live ? POLL_MS : false },
+  );
+  const rows = (list.data?.calls ?? []).filter((c) => c.originatingCall === name);
+  if (rows.length === 0 && list.error === null) return null;
+  return (
+    <section aria-labelledby="children-title">
+      <h2 id="children-title">Child calls</h2>
+      <ErrorBanner error={list.error} title="Could not list child calls" />
+      <Table
+        caption="Child calls"
+        rows={rows}
+        rowKey={(c) => c.name}
+        empty="No child calls."
+        columns={[
+          {
+            header: "Call",
+            cell: (c) => <a href={href("call", lastSegment(c.name))}>{lastSegment(c.name)}</a>,
+          },
+          { header: "State", cell: (c) => enumName(State, c.state) },
+          { header: "To", cell: (c) => c.to },
+          { header: "Created", cell: (c) => time(c.createTime) },
+        ]}
+      />
+    </section>
+  );
+}

@@ -1,0 +1,265 @@
+/**
+ * A project's messages: the list filtered by status and direction (polled),
+ * sending one (its encoding and segment count shown before it is sent, by
+ * the same rules as the service: src/messaging/messages/encoding.ts), a
+ * message's status history; and the project's unsubscribers.
+ */
+import { createConnectQueryKey, useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
+import { useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useState } from "react";
+import {
+  Message_Direction as Direction,
+  Messages,
+  Message_Status as Status,
+} from "../../../gen/enfonica/messaging/v1/messages_pb.js";
+import { encodingOf } from "../../messaging/messages/encoding.js";
+import { smartEncode } from "../../messaging/messages/smart-encoding.js";
+import { useSession } from "../app.js";
+import { useCan } from "../kit/can.js";
+import { ErrorBanner } from "../kit/errors.js";
+import { enumName, lastSegment, time } from "../kit/format.js";
+import { Field, Page } from "../kit/page.js";
+import { Table } from "../kit/table.js";
+import { href, useRoute } from "../router.js";
+import { Unsubscribers } from "./unsubscribers.js";
+
+const STATUSES = [
+  Status.QUEUED,
+  Status.SENDING,
+  Status.SENT,
+  Status.FAILED,
+  Status.DELIVERED,
+  Status.UNDELIVERED,
+  Status.RECEIVED,
+];
+const FINAL = new Set([Status.FAILED, Status.DELIVERED, Status.UNDELIVERED, Status.RECEIVED]);
+
+export default function MessagesPage() {
+  const route = useRoute();
+  const id = route[1];
+  return id === undefined ? <List /> : <MessagePage id={id} />;
+}
+
+function List() {
+  const { session } = useSession();
+  const canSend = useCan(Messages.method.createMessage, { parent: session.project });
+  const [status, setStatus] = useState<Status>(Status.STATUS_UNSPECIFIED);
+  const [direction, setDirection] = useState<Direction>(Direction.DIRECTION_UNSPECIFIED);
+  const filter = [
+    status === Status.STATUS_UNSPECIFIED ? "" : `status = ${enumName(Status, status)}`,
+    direction === Direction.DIRECTION_UNSPECIFIED ? "" : `direction = ${enumName(Direction, direction)}`,
+  ]
+    .filter((f) => f !== "")
+    .join(" AND ");
+  const list = useInfiniteQuery(
+    Messages.method.listMessages,
+    { parent: session.project, pageSize: 25, pageToken: "", filter },
+    {
+      pageParamKey: "pageToken",
+      getNextPageParam: (l) => l.nextPageToken || undefined,
+      refetchInterval: 2000,
+    },
+  );
+  const rows = list.data?.pages.flatMap((p) => p.messages) ?? [];
+  return (
+    <Page title="Messages">
+      {canSend === true && <Send />}
+      <div className="filters row">
+        <Field label="Status" id="messages-status">
+          <select
+            id="messages-status"
+            value={status}
+            onChange={(e) => setStatus(Number(e.target.value) as Status)}
+          >
+            <option value={Status.STATUS_UNSPECIFIED}>Any</option>
+            {STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {enumName(Status, s)}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field label="Direction" id="messages-direction">
+          <select
+            id="messages-direction"
+            value={direction}
+            onChange={(e) => setDirection(Number(e.target.value) as Direction)}
+          >
+            <option value={Direction.DIRECTION_UNSPECIFIED}>Any</option>
+            <option value={Direction.OUTGOING}>OUTGOING</option>
+            <option value={Direction.INCOMING}>INCOMING</option>
+          </select>
+        </Field>
+      </div>
+      <ErrorBanner error={list.error} title="Could not list messages" />
+      {list.isPending ? (
+        <p role="status">Loading…</p>
+      ) : (
+        <Table
+          caption="Messages"
+          rows={rows}
+          rowKey={(m) => m.name}
+          empty={filter === "" ? "No messages yet." : "No message matches these filters."}
+          hasMore={list.hasNextPage}
+          loadingMore={list.isFetchingNextPage}
+          onLoadMore={() => void list.fetchNextPage()}
+          columns={[
+            {
+              header: "Message",
+              cell: (m) => <a href={href("messages", lastSegment(m.name))}>{lastSegment(m.name)}</a>,
+            },
+            { header: "Status", cell: (m) => enumName(Status, m.status) },
+            { header: "Direction", cell: (m) => enumName(Direction, m.direction) },
+            { header: "From", cell: (m) => m.from },
+            { header: "To", cell: (m) => m.to },
+            { header: "Body", cell: (m) => m.body },
+            { header: "Created", cell: (m) => time(m.createTime) },
+          ]}
+        />
+      )}
+      <Unsubscribers />
+    </Page>
+  );
+}
+
+function Send() {
+  const { session } = useSession();
+  const queryClient = useQueryClient();
+  const [to, setTo] = useState("");
+  const [from, setFrom] = useState("");
+  const [body, setBody] = useState("");
+  const [smart, setSmart] = useState(false);
+  const facts = encodingOf(smart ? smartEncode(body) : body);
+  const send = useMutation(Messages.method.createMessage, {
+    onSuccess: () =>
+      queryClient.invalidateQueries({
+        queryKey: createConnectQueryKey({ schema: Messages, cardinality: undefined }),
+      }),
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    send.mutate({
+      parent: session.project,
+      message: { to: to.trim(), from: from.trim(), body, smartEncoding: smart },
+    });
+  };
+  return (
+    <form className="card" onSubmit={submit} aria-label="Send a message">
+      <h2>Send a message</h2>
+      <div className="row">
+        <Field label="To" id="message-to">
+          <input
+            id="message-to"
+            required
+            inputMode="tel"
+            value={to}
+            onChange={(e) => setTo(e.target.value)}
+          />
+        </Field>
+        <Field label="From (a number of the project)" id="message-from">
+          <input
+            id="message-from"
+            required
+            inputMode="tel"
+            value={from}
+            onChange={(e) => setFrom(e.target.value)}
+          />
+        </Field>
+      </div>
+      <Field
+        label="Body"
+        id="message-body"
+        hint={
+          <span data-testid="message-encoding">
+            {facts.encoding} · {facts.segmentCount} {facts.segmentCount === 1 ? "segment" : "segments"}
+          </span>
+        }
+      >
+        <textarea
+          id="message-body"
+          rows={3}
+          value={body}
+          aria-describedby="message-body-hint"
+          onChange={(e) => setBody(e.target.value)}
+        />
+      </Field>
+      <div className="check">
+        <input
+          id="message-smart"
+          type="checkbox"
+          checked={smart}
+          onChange={(e) => setSmart(e.target.checked)}
+        />
+        <label htmlFor="message-smart">Smart encoding (replace look-alike characters to stay in GSM-7)</label>
+      </div>
+      <button type="submit" className="primary" disabled={send.isPending}>
+        Send
+      </button>
+      {send.isSuccess && (
+        <p role="status">
+          Sent <a href={href("messages", lastSegment(send.data.name))}>{lastSegment(send.data.name)}</a>.
+        </p>
+      )}
+      <ErrorBanner error={send.error} title="Could not send the message" />
+    </form>
+  );
+}
+
+function MessagePage({ id }: { id: string }) {
+  const { session } = useSession();
+  const message = useQuery(
+    Messages.method.getMessage,
+    { name: `${session.project}/messages/${id}` },
+    { refetchInterval: (q) => (q.state.data !== undefined && FINAL.has(q.state.data.status) ? false : 1000) },
+  );
+  const m = message.data;
+  return (
+    <Page title={`Message ${id}`}>
+      <p>
+        <a href={href("messages")}>← All messages</a>
+      </p>
+      <ErrorBanner error={message.error} title="Could not get the message" />
+      {m !== undefined && (
+        <>
+          <dl className="summary">
+            <dt>Status</dt>
+            <dd data-testid="message-status">{enumName(Status, m.status)}</dd>
+            <dt>Direction</dt>
+            <dd>{enumName(Direction, m.direction)}</dd>
+            <dt>From</dt>
+            <dd>{m.from}</dd>
+            <dt>To</dt>
+            <dd>{m.to}</dd>
+            <dt>Body</dt>
+            <dd>{m.body}</dd>
+            {m.errorCode !== "" && (
+              <>
+                <dt>Error</dt>
+                <dd>
+                  <code>{m.errorCode}</code> {m.errorMessage}
+                </dd>
+              </>
+            )}
+          </dl>
+          <h2>Status history</h2>
+          <ol className="timeline">
+            <li>
+              <strong>{m.direction === Direction.INCOMING ? "RECEIVED" : "QUEUED"}</strong>{" "}
+              {time(m.createTime)}
+            </li>
+            {m.sendTime !== undefined && (
+              <li>
+                <strong>SENT</strong> {time(m.sendTime)}
+              </li>
+            )}
+            {m.deliverTime !== undefined && (
+              <li>
+                <strong>{enumName(Status, m.status)}</strong> {time(m.deliverTime)}
+              </li>
+            )}
+          </ol>
+        </>
+      )}
+    </Page>
+  );
+}
