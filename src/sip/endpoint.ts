@@ -45,7 +45,7 @@ export const SCANNER_USER_AGENTS =
 
 /** What the endpoint reports about traffic it refused (for logs and metrics). */
 export interface EndpointEvent {
-  type: "parse-error" | "scanner" | "refused";
+  type: "parse-error" | "scanner" | "refused" | "internal-error";
   source: Peer;
   detail: string;
 }
@@ -107,8 +107,9 @@ export class SipEndpoint {
   static async start(options: EndpointOptions): Promise<SipEndpoint> {
     const endpoint = new SipEndpoint(options);
     endpoint.transport = await SipTransport.listen(options.transport, {
-      message: (data, source) => endpoint.receive(data, source),
-      streamError: (status, reason, head, source) => endpoint.answerBroken(head, source, status, reason),
+      message: (data, source) => endpoint.safely(source, () => endpoint.receive(data, source)),
+      streamError: (status, reason, head, source) =>
+        endpoint.safely(source, () => endpoint.answerBroken(head, source, status, reason)),
     });
     return endpoint;
   }
@@ -152,6 +153,15 @@ export class SipEndpoint {
 
   private event(type: EndpointEvent["type"], source: Peer, detail: string): void {
     this.options.onEvent?.({ type, source, detail });
+  }
+
+  /** Nothing a peer sends may take the process down: a failure is reported, the message dropped. */
+  private safely(source: Peer, fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      this.event("internal-error", source, e instanceof Error ? e.message : String(e));
+    }
   }
 
   private channel(peer: Peer): Channel {
@@ -271,8 +281,14 @@ export class SipEndpoint {
     }
     const inDialog = tagOf(toOf(request)) !== undefined;
     const handler = inDialog ? this.inDialogHandler : this.handlers.get(request.method);
-    if (handler !== undefined) handler(tx, source);
-    else if (inDialog) tx.respond(tx.reply(481));
+    if (handler !== undefined) {
+      try {
+        handler(tx, source);
+      } catch (e) {
+        this.event("internal-error", source, e instanceof Error ? e.message : String(e));
+        if (!tx.answered) tx.respond(tx.reply(500));
+      }
+    } else if (inDialog) tx.respond(tx.reply(481));
     else if (request.method === "OPTIONS") tx.respond(tx.reply(200, undefined, this.capabilities()));
     else tx.respond(tx.reply(405, undefined, [["Allow", this.allow()]]));
   }

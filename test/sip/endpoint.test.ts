@@ -5,9 +5,11 @@
  * OPTIONS, unknown methods, Require, scanners, and bind failures.
  */
 import dgram from "node:dgram";
+import tls from "node:tls";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EndpointEvent, SipEndpoint } from "../../src/sip/endpoint.js";
 import { SipBindError } from "../../src/sip/transport.js";
+import { makeTestPki } from "../support/tls-ca.js";
 import { startEndpoint, TcpUa, tcpPort, UdpUa, udpPort } from "./ua.js";
 
 const cleanups: Array<() => unknown> = [];
@@ -176,6 +178,42 @@ describe("SipEndpoint", () => {
     expect((await ua.inbox.next()).status).toBe(200);
     ua.send(options(endpoint, `SIP/2.0/UDP 127.0.0.1:${ua.port}`, "X-Scan: yes\n"), udpPort(endpoint));
     expect(await ua.inbox.quiet(200)).toEqual([]);
+  });
+
+  it("answers 500 when a handler throws, and keeps serving", async () => {
+    const { endpoint, ua, events } = await setup();
+    endpoint.onRequest("MESSAGE", () => {
+      throw new Error("handler bug");
+    });
+    ua.send(options(endpoint, `SIP/2.0/UDP 127.0.0.1:${ua.port}`, "", "MESSAGE"), udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(500);
+    expect(events.find((e) => e.type === "internal-error")?.detail).toBe("handler bug");
+    ua.send(options(endpoint, `SIP/2.0/UDP 127.0.0.1:${ua.port}`), udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(200);
+  });
+
+  it("serves SIP over TLS on its own port", async () => {
+    const pki = makeTestPki(["localhost"]);
+    const endpoint = await startEndpoint({
+      transport: { address: "127.0.0.1", udpPort: 0, tls: { port: 0, cert: pki.cert, key: pki.key } },
+    });
+    cleanups.push(() => endpoint.close());
+    const port = endpoint.transport.local("TLS")!.port;
+    const socket = tls.connect({ host: "127.0.0.1", port, ca: pki.ca, servername: "localhost" });
+    cleanups.push(() => socket.destroy());
+    await new Promise<void>((resolve, reject) => {
+      socket.once("secureConnect", resolve);
+      socket.once("error", reject);
+    });
+    const reply = new Promise<string>((resolve) => {
+      let text = "";
+      socket.on("data", (d: Buffer) => {
+        text += d.toString();
+        if (text.includes("\r\n\r\n")) resolve(text);
+      });
+    });
+    socket.write(options(endpoint, `SIP/2.0/TLS 127.0.0.1:${socket.localPort}`).replace(/\n/g, "\r\n"));
+    expect(await reply).toMatch(/^SIP\/2\.0 200 OK\r\n/);
   });
 
   it("fails to start with an error naming the address and port that cannot be bound", async () => {
