@@ -8,6 +8,7 @@
  * remote target are kept as §12 says. Dialogs know nothing of calls.
  */
 import type { Timer } from "../telephony/scheduler.js";
+import { authorize, type Credentials } from "./authorize.js";
 import { type RequestHandler, randomToken, type SipEndpoint } from "./endpoint.js";
 import {
   callIdOf,
@@ -329,7 +330,14 @@ export class DialogLayer {
   async invite(
     uri: string,
     destination: Peer,
-    options: { from: string; to?: string; headers?: Array<[string, string]>; body?: Buffer },
+    options: {
+      from: string;
+      to?: string;
+      headers?: Array<[string, string]>;
+      body?: Buffer;
+      /** Answer one 401/407 challenge with these (outbound trunks). */
+      credentials?: Credentials;
+    },
   ): Promise<{ response: SipResponse; dialog: Dialog | undefined }> {
     const headers = new SipHeaders([
       ["From", `${options.from};tag=${randomToken()}`],
@@ -347,7 +355,10 @@ export class DialogLayer {
       headers,
       body: options.body ?? Buffer.alloc(0),
     };
-    const response = await this.send(request, destination, undefined);
+    let response = await this.send(request, destination, undefined);
+    const retry =
+      options.credentials === undefined ? undefined : authorize(request, response, options.credentials);
+    if (retry !== undefined) response = await this.send(retry, destination, undefined);
     return {
       response,
       dialog: this.dialogs.get(

@@ -4,6 +4,7 @@
  * dialog, BYE, 481/500) and the UAC side (INVITE, ACK for the 2xx and its
  * retransmissions, re-INVITE, BYE).
  */
+import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Dialog, DialogLayer } from "../../src/sip/dialog.js";
 import type { SipEndpoint } from "../../src/sip/endpoint.js";
@@ -249,5 +250,56 @@ describe("UAC dialogs", () => {
     const { response, dialog } = await pending;
     expect([response.status, dialog]).toEqual([486, undefined]);
     expect((await ua.inbox.next((m) => m.method === "ACK")).header("CSeq")).toBe("1 ACK");
+  });
+
+  it("answers a 407 challenge with SHA-256 credentials (outbound trunk) and completes the call", async () => {
+    const { endpoint, ua, layer } = await setup();
+    const target = `sip:+61290001234@127.0.0.1:${ua.port}`;
+    const pending = layer.invite(
+      target,
+      { transport: "UDP", address: "127.0.0.1", port: ua.port },
+      {
+        from: "<sip:+61200000000@switchboard.example>",
+        credentials: { username: "trunk1", password: "pw" },
+      },
+    );
+    const first = await ua.inbox.next((m) => m.method === "INVITE");
+    expect(first.header("Proxy-Authorization")).toBeUndefined();
+    ua.send(
+      `SIP/2.0 407 Proxy Authentication Required
+Via: ${first.header("Via")}
+From: ${first.header("From")}
+To: ${first.header("To")};tag=carrier
+Call-ID: ${first.header("Call-ID")}
+CSeq: ${first.header("CSeq")}
+Proxy-Authenticate: Digest realm="carrier", nonce="n0nce", algorithm=SHA-256, qop="auth"
+Proxy-Authenticate: Digest realm="carrier", nonce="n0nce", algorithm=MD5, qop="auth"
+Content-Length: 0
+
+`,
+      udpPort(endpoint),
+    );
+    expect((await ua.inbox.next((m) => m.method === "ACK")).header("CSeq")).toBe("1 ACK");
+    const second = await ua.inbox.next((m) => m.method === "INVITE");
+    expect(second.header("CSeq")).toBe("2 INVITE");
+    expect(second.header("Call-ID")).toBe(first.header("Call-ID"));
+    expect(second.header("Via")).not.toBe(first.header("Via"));
+    const auth = second.header("Proxy-Authorization")!;
+    const field = (k: string) => new RegExp(`${k}="?([^",]+)"?`).exec(auth)?.[1];
+    const h = (x: string) => createHash("sha256").update(x).digest("hex");
+    const expected = h(
+      `${h("trunk1:carrier:pw")}:n0nce:${field("nc")}:${field("cnonce")}:auth:${h(`INVITE:${target}`)}`,
+    );
+    expect([field("username"), field("algorithm"), field("uri"), field("response")]).toEqual([
+      "trunk1",
+      "SHA-256",
+      target,
+      expected,
+    ]);
+    respond(ua, endpoint, second, "200 OK");
+    expect((await ua.inbox.next((m) => m.method === "ACK")).header("CSeq")).toBe("2 ACK");
+    const { response, dialog } = await pending;
+    expect(response.status).toBe(200);
+    expect(dialog?.localSeq).toBe(2);
   });
 });
