@@ -187,6 +187,35 @@ Content-Length: 0
     expect(cancelled).toBe(true);
   });
 
+  it("matches an RFC 2543 request (no magic cookie) and its retransmission to one transaction, and absorbs its ACK", async () => {
+    const { endpoint, ua } = await setup();
+    let calls = 0;
+    let acks = 0;
+    let state = () => "";
+    endpoint.onAck(() => acks++);
+    endpoint.onRequest("INVITE", (tx) => {
+      calls++;
+      state = () => tx.state;
+      tx.respond(tx.reply(480));
+    });
+    const text = request("INVITE", ua, endpoint).text.replace(/;branch=[^;]+;rport/, "");
+    ua.send(text, udpPort(endpoint));
+    const first = await ua.inbox.next(final);
+    ua.send(text, udpPort(endpoint));
+    expect((await ua.inbox.next(final)).status).toBe(480);
+    expect(calls).toBe(1);
+    ua.send(
+      text
+        .replace("INVITE sip:", "ACK sip:")
+        .replace("CSeq: 1 INVITE", "CSeq: 1 ACK")
+        .replace(/^To: .*$/m, `To: ${first.header("To")}`),
+      udpPort(endpoint),
+    );
+    await ua.inbox.quiet(200);
+    expect(acks).toBe(0);
+    expect(state()).toBe("confirmed");
+  });
+
   it("CANCEL matching no transaction gets 481", async () => {
     const { endpoint, ua } = await setup();
     const cancel = request("CANCEL", ua, endpoint);
