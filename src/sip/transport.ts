@@ -154,11 +154,23 @@ export class SipTransport {
     });
   }
 
-  /** Sends bytes to a peer: UDP as one datagram, streams on an existing connection or a new one. */
+  /**
+   * Sends bytes to a peer: UDP as one datagram, streams on an existing
+   * connection or a new one. Never throws: an address a peer gave that cannot
+   * be sent to (port 0, a wrong family) just loses the message, as a network would.
+   */
   send(peer: Peer, data: Buffer): void {
     if (this.closed) return;
+    try {
+      this.sendOrThrow(peer, data);
+    } catch {
+      // Unreachable destination: the transaction's timers deal with the silence.
+    }
+  }
+
+  private sendOrThrow(peer: Peer, data: Buffer): void {
     if (peer.transport === "UDP") {
-      this.udp?.send(data, peer.port, peer.address);
+      this.udp?.send(data, peer.port, peer.address, () => {});
       return;
     }
     const existing = this.connections.get(key(peer));

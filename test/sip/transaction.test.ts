@@ -216,6 +216,28 @@ Content-Length: 0
     expect(state()).toBe("confirmed");
   });
 
+  it("survives a Via it cannot answer (port 0) through every retransmission", async () => {
+    const { scheduler, endpoint, ua } = await setup();
+    let called = false;
+    endpoint.onRequest("INVITE", (tx) => {
+      called = true;
+      tx.respond(tx.reply(486));
+    });
+    ua.send(
+      request("INVITE", ua, endpoint).text.replace(
+        /127\.0\.0\.1:\d+;branch=([^;]+);rport/,
+        "127.0.0.1:0;branch=$1",
+      ),
+      udpPort(endpoint),
+    );
+    await ua.inbox.quiet(200);
+    expect([called, endpoint.transactionCount]).toEqual([true, 1]);
+    await scheduler.advance(40);
+    expect(endpoint.transactionCount).toBe(0);
+    ua.send(request("MESSAGE", ua, endpoint).text, udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(405);
+  });
+
   it("CANCEL matching no transaction gets 481", async () => {
     const { endpoint, ua } = await setup();
     const cancel = request("CANCEL", ua, endpoint);
