@@ -128,6 +128,11 @@ export class SipEndpoint {
     this.handlers.set(method.toUpperCase(), handler);
   }
 
+  /** Handles INVITEs outside dialogs (new calls). */
+  onInvite(handler: RequestHandler): void {
+    this.onRequest("INVITE", handler);
+  }
+
   /** Handles requests whose To has a tag (in-dialog), except ACK and CANCEL. Without it they get 481. */
   onInDialogRequest(handler: RequestHandler): void {
     this.inDialogHandler = handler;

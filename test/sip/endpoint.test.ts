@@ -6,6 +6,7 @@
  */
 import dgram from "node:dgram";
 import tls from "node:tls";
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EndpointEvent, SipEndpoint } from "../../src/sip/endpoint.js";
 import { SipBindError } from "../../src/sip/transport.js";
@@ -125,6 +126,35 @@ describe("SipEndpoint", () => {
     }
     ua.send(options(endpoint, `SIP/2.0/UDP 127.0.0.1:${ua.port}`), udpPort(endpoint));
     expect((await ua.inbox.next()).status).toBe(200);
+  });
+
+  it("meets mutated messages without an internal error (fuzzed over UDP)", async () => {
+    const { endpoint, ua, events } = await setup();
+    endpoint.onInvite((tx) => tx.respond(tx.reply(486)));
+    const sock = dgram.createSocket("udp4");
+    cleanups.push(() => sock.close());
+    const base = options(
+      endpoint,
+      `SIP/2.0/UDP 127.0.0.1:${ua.port};rport`,
+      "Contact: <sip:a@127.0.0.1>\n",
+      "INVITE",
+    ).replace(/\n/g, "\r\n");
+    const alphabet = fc.constantFrom(...'\r\n \t:;,<>"\\@?=%/0aZ'.split(""));
+    const samples = fc.sample(
+      fc.tuple(fc.nat(base.length - 1), alphabet, fc.constantFrom("insert", "replace", "delete")),
+      { numRuns: 300, seed: 4475 },
+    );
+    for (const [at, ch, op] of samples) {
+      const mutated =
+        op === "insert"
+          ? base.slice(0, at) + ch + base.slice(at)
+          : base.slice(0, at) + (op === "replace" ? ch : "") + base.slice(at + 1);
+      sock.send(Buffer.from(mutated), udpPort(endpoint), "127.0.0.1");
+    }
+    await ua.inbox.quiet(500);
+    ua.send(options(endpoint, `SIP/2.0/UDP 127.0.0.1:${ua.port}`), udpPort(endpoint));
+    expect((await ua.inbox.next((m) => m.header("CSeq") === "7 OPTIONS")).status).toBe(200);
+    expect(events.filter((e) => e.type === "internal-error")).toEqual([]);
   });
 
   it("answers 413 to a request over 64 KiB on TCP and closes the connection", async () => {
