@@ -211,7 +211,10 @@ export class SipEndpoint {
     } catch {
       // An unparseable Via: answer the source.
     }
-    const response = createResponse(request, status, { reason: reason.replace(/[\r\n]/g, " ") });
+    const response = createResponse(request, status, {
+      reason: reason.replace(/[\r\n]/g, " "),
+      toTag: randomToken(),
+    });
     this.transport.send(target, serialize(response));
   }
 

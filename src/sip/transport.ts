@@ -41,6 +41,8 @@ export interface TransportOptions {
   tlsClient?: tls.ConnectionOptions | undefined;
   /** Idle stream connections are closed after this many milliseconds (default 10 minutes). */
   idleTimeoutMs?: number | undefined;
+  /** Stream connections accepted at once per listener (default 10,000); more are refused. */
+  maxConnections?: number | undefined;
 }
 
 /** A listener could not be bound. */
@@ -113,6 +115,7 @@ export class SipTransport {
   }
 
   private listenStream(transport: "TCP" | "TLS", port: number, server: net.Server): Promise<void> {
+    server.maxConnections = this.options.maxConnections ?? 10_000;
     server.on(transport === "TLS" ? "secureConnection" : "connection", (socket: net.Socket) => {
       if (socket.remoteAddress === undefined || socket.remotePort === undefined) {
         socket.destroy();
