@@ -183,7 +183,9 @@ export function parseMessage(data: Buffer, datagram = true): SipMessage {
   try {
     readHeaders(lines, headers);
     let body = data.subarray(headEnd + 4);
-    const cl = headers.get("Content-Length");
+    const lengths = headers.getAll("Content-Length");
+    if (lengths.length > 1) fail("More than one Content-Length");
+    const cl = lengths[0];
     if (cl !== undefined) {
       if (!/^\d{1,10}$/.test(cl)) fail("Bad Content-Length");
       const length = Number(cl);

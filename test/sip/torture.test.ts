@@ -31,6 +31,11 @@ const VALID = [
   "badbranch",
   "unkscm",
   "novelsc",
+  "unksm2",
+  "bext01",
+  "regaut01",
+  "bcast",
+  "zeromf",
 ];
 
 /** Invalid on a datagram: the parse error and its status (RFC 4475 §3.1.2). */
@@ -52,6 +57,8 @@ const INVALID: Array<[string, number]> = [
   ["badvers", 505],
   ["bigcode", 400],
   ["insuf", 400],
+  ["mcl01", 400],
+  ["multi01", 400],
 ];
 
 /** What an endpoint answers each request with over TCP (INVITE/REGISTER handlers answer 200). */
@@ -86,6 +93,10 @@ const ANSWERS: Array<[string, number]> = [
   ["insuf", 400],
   ["unkscm", 416],
   ["novelsc", 416],
+  ["mcl01", 400],
+  ["bext01", 420],
+  // Max-Forwards 0 stops a proxy, not an OPTIONS to the endpoint itself.
+  ["zeromf", 200],
 ];
 
 describe("RFC 4475 torture messages", () => {
