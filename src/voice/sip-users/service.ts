@@ -13,27 +13,14 @@ import {
   SipUserSchema,
   type SipUsers,
 } from "../../../gen/switchboard/voice/v1/sip_users_pb.js";
-import { badField } from "../../api/errors.js";
+import { parseSipDomainChildName, parseSipDomainName } from "../../api/names.js";
 import { applyUpdateMask, checkUpdateMask } from "../../api/update-mask.js";
-import { parseDomainName } from "../aliases/service.js";
 import type { SipUsersDomain } from "./domain.js";
 import { COLLECTION, type SipUser, type SipUserRef, type SipUserSettings } from "./model.js";
 
-const SEGMENT = /^[^/]+$/;
-const NAME_FORM =
-  "must be a SIP user name of the form projects/{project}/sipDomains/{sip_domain}/users/{user}";
-
 /** `projects/{project}/sipDomains/{sip_domain}/users/{user}`; INVALID_ARGUMENT naming `field` otherwise. */
 export function parseSipUserName(name: string, field: string): SipUserRef {
-  const parts = name.split("/");
-  if (parts.length !== 6 || parts[4] !== COLLECTION || !SEGMENT.test(parts[5]!)) {
-    throw badField(field, NAME_FORM, "name.format");
-  }
-  try {
-    return { ...parseDomainName(parts.slice(0, 4).join("/"), field), id: parts[5]! };
-  } catch {
-    throw badField(field, NAME_FORM, "name.format");
-  }
+  return parseSipDomainChildName(name, COLLECTION, "user", field);
 }
 
 function settingsFromProto(user: SipUserProto): SipUserSettings {
@@ -62,7 +49,7 @@ export function sipUsersService(domain: SipUsersDomain): ServiceImpl<typeof SipU
   return {
     async createSipUser(req) {
       const created = await domain.create(
-        parseDomainName(req.parent, "parent"),
+        parseSipDomainName(req.parent, "parent"),
         req.sipUserId,
         settingsFromProto(req.sipUser!),
       );
@@ -74,7 +61,7 @@ export function sipUsersService(domain: SipUsersDomain): ServiceImpl<typeof SipU
     },
 
     async listSipUsers(req) {
-      const page = await domain.list(parseDomainName(req.parent, "parent"), {
+      const page = await domain.list(parseSipDomainName(req.parent, "parent"), {
         pageSize: req.pageSize,
         pageToken: req.pageToken,
       });
