@@ -78,6 +78,14 @@ export interface Config {
   /** SIP domains: base domain and the collaboration platform (src/voice/sip-domains/config.ts). */
   sipDomains: SipDomainsConfig;
   /**
+   * SIP_CREDENTIALS_KEY: the key carrier trunk passwords are encrypted with
+   * (AES-256-GCM under its SHA-256; at least 16 characters). Unset: trunk
+   * passwords are stored as given, readable by anyone who can read the
+   * database. Changing it makes stored passwords unreadable until they are
+   * set again (src/voice/sip-trunks/secret-box.ts).
+   */
+  sipCredentialsKey: string | undefined;
+  /**
    * NUMBER_QUARANTINE_SECONDS: how long the numbers of a deleted phone
    * number instance stay out of inventory before they can be provisioned
    * again. Default 2592000 (30 days); 0 releases them at once.
@@ -394,6 +402,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxRequestBytes: int(env, "MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES, 1024, 1024 * 1024 * 1024),
     operatorToken: operatorToken(env.SWITCHBOARD_OPERATOR_TOKEN, databaseUrl),
     sipDomains: sipDomains(env),
+    sipCredentialsKey: sipCredentialsKey(env.SIP_CREDENTIALS_KEY),
     simulatorTimeScale: simulatorTimeScale(env),
     engineHeartbeatSeconds: int(env, "ENGINE_HEARTBEAT_SECONDS", 10, 0, 3600),
     numberQuarantineSeconds: int(
@@ -441,6 +450,12 @@ function sipDomains(env: NodeJS.ProcessEnv): SipDomainsConfig {
     if (err instanceof SipDomainsConfigError) throw new ConfigError(err.message);
     throw err;
   }
+}
+
+function sipCredentialsKey(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (raw.length < 16) throw new ConfigError("SIP_CREDENTIALS_KEY must be at least 16 characters");
+  return raw;
 }
 
 function simulatorTimeScale(env: NodeJS.ProcessEnv): number {
