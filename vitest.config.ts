@@ -3,10 +3,13 @@ import { defineConfig } from "vitest/config";
 // .ci/run sets SWITCHBOARD_TEST_REPORT to have each run's results as JSON
 // while it runs the README's command (`npm test`) exactly as written.
 const report = process.env.SWITCHBOARD_TEST_REPORT;
+// `npm run test:interop` runs the suites against real third-party software
+// (SIPp, ...) instead: test/interop/*.interop.ts, never part of `npm test`.
+const interop = process.env.SWITCHBOARD_INTEROP === "1";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    include: interop ? ["test/interop/**/*.interop.ts"] : ["test/**/*.test.ts"],
     ...(report ? { reporters: ["default", "json"], outputFile: { json: report } } : {}),
     pool: "forks",
     // Workers run file after file in one process, so what a worker sets up

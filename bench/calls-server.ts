@@ -268,6 +268,7 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
           ...(o.databaseUrl === undefined ? {} : { DATABASE_URL: o.databaseUrl }),
           DATA_DIR: o.dataDir,
           PORT: "0",
+          SIP_PORT: "0",
           HOST: "127.0.0.1",
           LOG_LEVEL: "info",
           ROLE: role,

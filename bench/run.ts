@@ -268,7 +268,7 @@ function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   ]) {
     delete env[key];
   }
-  return { ...env, NODE_ENV: "production", ...extra };
+  return { ...env, NODE_ENV: "production", SIP_PORT: "0", ...extra };
 }
 
 async function waitReady(child: Child, base: string, timeoutMs: number): Promise<void> {

@@ -95,7 +95,13 @@ async function untilReady(url: string, child: ChildProcess): Promise<void> {
 async function measure(backend: Backend, databaseUrl: string | undefined): Promise<StartMemory> {
   const dataDir = mkdtempSync(join(tmpdir(), "sb-start-memory-"));
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: dataDir };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    SIP_PORT: "0",
+    DATA_DIR: dataDir,
+  };
   delete env.DATABASE_URL;
   if (databaseUrl !== undefined) {
     env.DATABASE_URL = databaseUrl;

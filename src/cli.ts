@@ -19,6 +19,7 @@ const numbering = () => import("./cli/numbering.js").then((m) => m.numberingComm
 const voice = () => import("./cli/voice.js").then((m) => m.voiceCommands);
 const serviceAccounts = () => import("./cli/service-accounts.js").then((m) => m.serviceAccountCommands);
 const simulator = () => import("./cli/simulator.js").then((m) => m.simulatorCommands);
+const sip = () => import("./cli/sip.js").then((m) => m.sipCommands);
 
 /** The command groups, each loaded (with its generated code) only when named. */
 export const groups: readonly Group[] = [
@@ -43,6 +44,12 @@ export const groups: readonly Group[] = [
     summary: "SIP domains: list, get, domain-optional mode, collaboration verification",
     load: voice,
   },
+  {
+    name: "sip-users",
+    summary: "a SIP domain's users (digest credentials): list, get, create, update, delete",
+    load: sip,
+  },
+  { name: "trunks", summary: "carrier trunks: list, get, create, update, delete", load: sip },
   { name: "calls", summary: "a project's calls: list, get", load: voice },
   { name: "recordings", summary: "a project's call recordings: list, get", load: voice },
   { name: "messages", summary: "a project's messages: list, get", load: voice },

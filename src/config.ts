@@ -75,8 +75,39 @@ export interface Config {
    * on first start and kept in the data directory.
    */
   operatorToken: string | undefined;
+  /**
+   * The SIP edge's listeners (src/telephony/sip-edge/edge.ts), started by
+   * `npm start` (src/main.ts), not by build():
+   * - SIP_ENABLED: whether to listen for SIP at all. Default true.
+   * - SIP_HOST: the address of the listeners. Default HOST (127.0.0.1).
+   * - SIP_PORT: UDP and TCP port. Default 5060; 0 picks a free port.
+   * - SIP_TLS_PORT: SIP over TLS, with TLS_CERT_FILE and TLS_KEY_FILE (only
+   *   when they are set). Default 5061.
+   * - SIP_ADVERTISED_HOST: the host written in Via and Contact when the
+   *   listeners sit behind NAT. Default: the bound address.
+   * - SIP_DIGEST_ALGORITHMS: the digest challenges offered, in order of
+   *   preference (RFC 8760): `SHA-256,MD5` by default. Clients answer the
+   *   first they support; some (SIPp 3.6) answer only the first and know
+   *   only MD5, and need `MD5` first or alone.
+   */
+  sip: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    tlsPort: number;
+    advertisedHost: string | undefined;
+    digestAlgorithms: Array<"SHA-256" | "MD5">;
+  };
   /** SIP domains: base domain and the collaboration platform (src/voice/sip-domains/config.ts). */
   sipDomains: SipDomainsConfig;
+  /**
+   * SIP_CREDENTIALS_KEY: the key carrier trunk passwords are encrypted with
+   * (AES-256-GCM under its SHA-256; at least 16 characters). Unset: trunk
+   * passwords are stored as given, readable by anyone who can read the
+   * database. Changing it makes stored passwords unreadable until they are
+   * set again (src/voice/sip-trunks/secret-box.ts).
+   */
+  sipCredentialsKey: string | undefined;
   /**
    * NUMBER_QUARANTINE_SECONDS: how long the numbers of a deleted phone
    * number instance stay out of inventory before they can be provisioned
@@ -393,7 +424,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logBufferBytes: int(env, "LOG_BUFFER_BYTES", DEFAULT_LOG_BUFFER_BYTES, 65_536, 1024 * 1024 * 1024),
     maxRequestBytes: int(env, "MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES, 1024, 1024 * 1024 * 1024),
     operatorToken: operatorToken(env.SWITCHBOARD_OPERATOR_TOKEN, databaseUrl),
+    sip: {
+      enabled: bool(env, "SIP_ENABLED", true),
+      host: env.SIP_HOST || env.HOST || "127.0.0.1",
+      port: int(env, "SIP_PORT", 5060, 0, 65535),
+      tlsPort: int(env, "SIP_TLS_PORT", 5061, 0, 65535),
+      advertisedHost: env.SIP_ADVERTISED_HOST || undefined,
+      digestAlgorithms: digestAlgorithms(env.SIP_DIGEST_ALGORITHMS),
+    },
     sipDomains: sipDomains(env),
+    sipCredentialsKey: sipCredentialsKey(env.SIP_CREDENTIALS_KEY),
     simulatorTimeScale: simulatorTimeScale(env),
     engineHeartbeatSeconds: int(env, "ENGINE_HEARTBEAT_SECONDS", 10, 0, 3600),
     numberQuarantineSeconds: int(
@@ -441,6 +481,23 @@ function sipDomains(env: NodeJS.ProcessEnv): SipDomainsConfig {
     if (err instanceof SipDomainsConfigError) throw new ConfigError(err.message);
     throw err;
   }
+}
+
+function digestAlgorithms(raw: string | undefined): Array<"SHA-256" | "MD5"> {
+  const names = list(raw, ["SHA-256", "MD5"]).map((n) => n.toUpperCase());
+  const valid = names.length > 0 && names.every((n) => n === "SHA-256" || n === "MD5");
+  if (!valid || new Set(names).size !== names.length) {
+    throw new ConfigError(
+      `SIP_DIGEST_ALGORITHMS must list SHA-256 and/or MD5 once each, in order of preference, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return names as Array<"SHA-256" | "MD5">;
+}
+
+function sipCredentialsKey(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (raw.length < 16) throw new ConfigError("SIP_CREDENTIALS_KEY must be at least 16 characters");
+  return raw;
 }
 
 function simulatorTimeScale(env: NodeJS.ProcessEnv): number {

@@ -65,6 +65,7 @@ async function main(): Promise<void> {
   const address = await app.listen();
   const baseUrl = `${app.config.tls ? "https" : "http"}://${address.address}:${address.port}`;
   log.info({ url: baseUrl, docs: `${baseUrl}/docs` }, "switchboard listening");
+  if (app.config.sip.enabled) await app.listenSip();
   // The token itself is shown once, on the start that generated it, and never logged.
   if (app.operatorToken.generated) {
     await new Promise<void>((resolve) => log.flush(() => resolve()));

@@ -52,6 +52,7 @@ import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, createMessageNetwork, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
 import { createConsoleHttp } from "./transport/console.js";
+import { type SipEdge, startSipEdge } from "./telephony/sip-edge/edge.js";
 import { withCors } from "./transport/cors.js";
 import { chainFallbacks, type Fallback } from "./transport/fallback.js";
 import { withGrpcMessageEncoding } from "./transport/grpc-message.js";
@@ -81,6 +82,8 @@ export interface App {
   handler: NodeHandlerFn;
   /** Starts listening; resolves with the bound address. */
   listen(port?: number, host?: string): Promise<AddressInfo>;
+  /** Starts the SIP edge's listeners (config.sip; src/telephony/sip-edge/edge.ts); close() stops them. */
+  listenSip(): Promise<SipEdge>;
   /** Stops listening and releases every resource. */
   close(): Promise<void>;
 }
@@ -349,6 +352,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       : listenForWebhooks(database, () => webhooks.kick(), log);
 
   let server: OnePortServer | undefined;
+  let sipEdge: SipEdge | undefined;
   return {
     config,
     operatorToken,
@@ -374,13 +378,28 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       }
       return address;
     },
+    async listenSip() {
+      if (sipEdge) throw new Error("SIP is already listening");
+      sipEdge = await startSipEdge({
+        config,
+        db: database,
+        clock,
+        log,
+        operatorToken: operatorToken.token,
+        replicaId: engine.id,
+      });
+      return sipEdge;
+    },
     async close() {
       // Health watchers hear NOT_SERVING; in-flight requests get the grace
       // period; whatever still runs after that is told to stop.
       health.shutdown();
       const s = server;
       server = undefined;
+      const edge = sipEdge;
+      sipEdge = undefined;
       try {
+        await edge?.close();
         await s?.close();
       } finally {
         shutdown.abort();

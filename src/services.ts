@@ -23,7 +23,9 @@ import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
 import { ServiceAccounts } from "../gen/switchboard/admin/v1/service_accounts_pb.js";
 import { SimulatorAdmin } from "../gen/switchboard/admin/v1/simulator_pb.js";
 import { SipDomainAdmin } from "../gen/switchboard/admin/v1/sip_domains_pb.js";
+import { SipTrunks } from "../gen/switchboard/admin/v1/sip_trunks_pb.js";
 import { WebhookDeliveries } from "../gen/switchboard/admin/v1/webhooks_pb.js";
+import { SipUsers } from "../gen/switchboard/voice/v1/sip_users_pb.js";
 import { WebhookDeliveries as WebhookInspector } from "../gen/switchboard/webhooks/v1/webhook_deliveries_pb.js";
 import { ApiKeysDomain } from "./admin/api-keys.js";
 import { ApiKeysRepository } from "./admin/api-keys-repository.js";
@@ -76,6 +78,12 @@ import { VoiceStore } from "./voice/sip-domains/repository.js";
 import { sipDomainsService } from "./voice/sip-domains/service.js";
 import { SipInfoDomain } from "./voice/sip-info/domain.js";
 import { sipInfoService } from "./voice/sip-info/service.js";
+import { SipTrunksDomain } from "./voice/sip-trunks/domain.js";
+import { SipTrunksRepository } from "./voice/sip-trunks/repository.js";
+import { SecretBox } from "./voice/sip-trunks/secret-box.js";
+import { sipTrunksService } from "./voice/sip-trunks/service.js";
+import { SipUsersDomain } from "./voice/sip-users/domain.js";
+import { sipUsersService } from "./voice/sip-users/service.js";
 import { streamsService } from "./voice/streams/service.js";
 
 export interface Deps {
@@ -159,7 +167,8 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     deps.kickWebhooks ?? (() => {}),
   );
   const voice = new VoiceStore(deps.db);
-  const sipDomains = new SipDomainsDomain(voice, deps.clock, deps.config.sipDomains);
+  const sipUsers = new SipUsersDomain(voice, deps.clock, deps.config.sipDomains);
+  const sipDomains = new SipDomainsDomain(voice, deps.clock, deps.config.sipDomains, sipUsers);
   const recordings = deps.recordings ?? createRecordings(deps);
   const engine = deps.engine ?? createCallEngine({ ...deps, recordings });
   const tokenUrl = deps.tokenUrl ?? new TokenUrl(deps.config);
@@ -191,6 +200,17 @@ export function buildServices(deps: Deps): ServiceEntry[] {
     },
     { desc: SipDomains, impl: sipDomainsService(sipDomains) },
     { desc: SipDomainAdmin, impl: sipDomainAdminService(sipDomains) },
+    { desc: SipUsers, impl: sipUsersService(sipUsers) },
+    {
+      desc: SipTrunks,
+      impl: sipTrunksService(
+        new SipTrunksDomain(
+          new SipTrunksRepository(deps.db),
+          deps.clock,
+          new SecretBox(deps.config.sipCredentialsKey),
+        ),
+      ),
+    },
     {
       desc: SimulatorAdmin,
       impl: simulatorAdminService(

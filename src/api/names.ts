@@ -2,7 +2,9 @@
  * Resource names (AIP-122): `projects/{project}` parents,
  * `projects/{project}/{collection}/{id}` resources, and a call's children
  * `projects/{project}/calls/{call}/{collection}/{id}` (recordings,
- * transcriptions), listed under a project or one call. Projects are not
+ * transcriptions), listed under a project or one call, and a SIP domain's
+ * children `projects/{project}/sipDomains/{sip_domain}/{collection}/{id}`
+ * (users). Projects are not
  * checked for existence yet: any `projects/{id}` is accepted.
  */
 import { badField } from "./errors.js";
@@ -111,4 +113,61 @@ export function parseCallChildrenParent(parent: string): { projectId: string; ca
 /** The name `parseCallChildrenParent` reads: the project's, or its call's. */
 export function callChildrenParentName(projectId: string, callId: string | undefined): string {
   return callId === undefined ? projectName(projectId) : `${projectName(projectId)}/calls/${callId}`;
+}
+
+/** A SIP domain: `projects/{projectId}/sipDomains/{sipDomainId}`. */
+export interface SipDomainRef {
+  projectId: string;
+  sipDomainId: string;
+}
+
+/** A resource under a SIP domain: `projects/{projectId}/sipDomains/{sipDomainId}/{collection}/{id}`. */
+export interface SipDomainChildRef extends SipDomainRef {
+  id: string;
+}
+
+/** `projects/{project}/sipDomains/{sip_domain}`; INVALID_ARGUMENT naming `field` otherwise. */
+export function parseSipDomainName(name: string, field = "parent"): SipDomainRef {
+  const parts = name.split("/");
+  if (
+    parts.length !== 4 ||
+    parts[0] !== "projects" ||
+    parts[2] !== "sipDomains" ||
+    !SEGMENT.test(parts[1]!) ||
+    !SEGMENT.test(parts[3]!)
+  ) {
+    throw badField(
+      field,
+      "must be a SIP domain name of the form projects/{project}/sipDomains/{sip_domain}",
+      "name.format",
+    );
+  }
+  return { projectId: parts[1]!, sipDomainId: parts[3]! };
+}
+
+/**
+ * The parts of `projects/{project}/sipDomains/{sip_domain}/{collection}/{id}`;
+ * INVALID_ARGUMENT naming `field` otherwise (the id called `{idLabel}`).
+ */
+export function parseSipDomainChildName(
+  name: string,
+  collection: string,
+  idLabel: string,
+  field = "name",
+): SipDomainChildRef {
+  const parts = name.split("/");
+  if (
+    parts.length !== 6 ||
+    parts[0] !== "projects" ||
+    parts[2] !== "sipDomains" ||
+    parts[4] !== collection ||
+    ![parts[1], parts[3], parts[5]].every((p) => SEGMENT.test(p ?? ""))
+  ) {
+    throw badField(
+      field,
+      `must be a resource name of the form projects/{project}/sipDomains/{sip_domain}/${collection}/{${idLabel}}`,
+      "name.format",
+    );
+  }
+  return { projectId: parts[1]!, sipDomainId: parts[3]!, id: parts[5]! };
 }

@@ -139,3 +139,12 @@ function quoteKey(key: string): string {
   const shown = key.length > 64 ? `${key.slice(0, 63)}…` : key;
   return JSON.stringify(shown);
 }
+
+/** Whether `s` contains a C0 control character or DEL (U+0000-U+001F, U+007F). */
+export function hasControlCharacters(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}

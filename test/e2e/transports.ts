@@ -385,6 +385,32 @@ interface RestRoute {
 
 /** The `google.api.http` rules of the protos, as a REST client would copy them from the docs. */
 const REST_ROUTES: Readonly<Record<string, RestRoute>> = {
+  "switchboard.voice.v1.SipUsers/CreateSipUser": {
+    verb: "POST",
+    path: "/v1/{parent}/users",
+    body: "sipUser",
+  },
+  "switchboard.voice.v1.SipUsers/GetSipUser": { verb: "GET", path: "/v1/{name}" },
+  "switchboard.voice.v1.SipUsers/ListSipUsers": { verb: "GET", path: "/v1/{parent}/users" },
+  "switchboard.voice.v1.SipUsers/UpdateSipUser": {
+    verb: "PATCH",
+    path: "/v1/{sipUser.name}",
+    body: "sipUser",
+  },
+  "switchboard.voice.v1.SipUsers/DeleteSipUser": { verb: "DELETE", path: "/v1/{name}" },
+  "switchboard.admin.v1.SipTrunks/CreateSipTrunk": {
+    verb: "POST",
+    path: "/admin/v1/sipTrunks",
+    body: "sipTrunk",
+  },
+  "switchboard.admin.v1.SipTrunks/GetSipTrunk": { verb: "GET", path: "/admin/v1/{name}" },
+  "switchboard.admin.v1.SipTrunks/ListSipTrunks": { verb: "GET", path: "/admin/v1/sipTrunks" },
+  "switchboard.admin.v1.SipTrunks/UpdateSipTrunk": {
+    verb: "PATCH",
+    path: "/admin/v1/{sipTrunk.name}",
+    body: "sipTrunk",
+  },
+  "switchboard.admin.v1.SipTrunks/DeleteSipTrunk": { verb: "DELETE", path: "/admin/v1/{name}" },
   "enfonica.numbering.v1beta1.RegulatoryListings/CreateRegulatoryListing": {
     verb: "POST",
     path: "/v1beta1/{parent}/regulatoryListings",

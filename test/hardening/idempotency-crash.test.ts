@@ -39,6 +39,7 @@ async function startServer(env: Record<string, string>): Promise<Server> {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
       PORT: "0",
+      SIP_PORT: "0",
       HOST: "127.0.0.1",
       LOG_LEVEL: "info",
       SWITCHBOARD_OPERATOR_TOKEN: TEST_OPERATOR_TOKEN,

@@ -43,6 +43,7 @@ async function startStalled(): Promise<Server> {
       DATA_DIR: dir,
       LOG_LEVEL: "info",
       LOG_BUFFER_BYTES: "65536",
+      SIP_PORT: "0",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -61,7 +61,8 @@ export interface Proc {
 export function launch(command: string, args: string[], env: NodeJS.ProcessEnv): Proc {
   const child = spawn(command, args, {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    // SIP on a free port unless the test says otherwise: test files start servers side by side.
+    env: { ...process.env, SIP_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

@@ -7,6 +7,7 @@ export * from "./numbering.js";
 export * from "./recordings.js";
 export * from "./service-accounts.js";
 export * from "./simulator.js";
+export * from "./sip.js";
 export * from "./transcriptions.js";
 export * from "./voice.js";
 export * from "./voice-calls.js";

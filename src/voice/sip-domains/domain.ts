@@ -26,9 +26,9 @@
  *   type; ignored (and shown as 0) for the others.
  * - delete is a soft delete: delete_time is set and the domain is returned.
  *   A deleted domain accepts no calls and no changes: update, delete,
- *   verification and alias changes are FAILED_PRECONDITION
+ *   verification, alias and SIP user changes are FAILED_PRECONDITION
  *   `SIP_DOMAIN_DELETED`. It can still be read, and is listed with
- *   show_deleted.
+ *   show_deleted. Its REGISTER bindings are removed with it.
  *
  * Domain-optional mode (`domain_optional`): only the operator changes it
  * (SetDomainOptional in the admin API), together with the domain's blocks.
@@ -290,10 +290,14 @@ export class SipDomainsDomain {
     });
   }
 
-  /** Soft delete: sets delete_time; returns the deleted domain. */
+  /**
+   * Soft delete: sets delete_time; returns the deleted domain. Its SIP
+   * users stay (readable, frozen) but its REGISTER bindings are removed.
+   */
   async delete(ref: ResourceRef): Promise<SipDomain> {
     return this.store.transaction(async (s) => {
       await this.liveForUpdate(s, ref);
+      await s.sipRegistrations.deleteForDomain(ref.id);
       const now = this.clock.now();
       const row = await s.sipDomains.update(ref.projectId, ref.id, { deleteTime: now, updateTime: now });
       return this.view(row!);

@@ -21,6 +21,8 @@ import {
   sipDomains as t,
 } from "../../db/schema/index.js";
 import { AliasesRepository } from "../aliases/repository.js";
+import { SipRegistrationsRepository } from "../sip-registrations/repository.js";
+import { SipUsersRepository } from "../sip-users/repository.js";
 
 /** The primary key of `sip_domain_ids`: violated when an id was ever issued before. */
 export const SIP_DOMAIN_ID_KEY = "sip_domain_ids_pkey";
@@ -134,15 +136,19 @@ export class SipDomainsRepository {
   }
 }
 
-/** The voice repositories over one database or transaction. */
+/** The voice repositories over one database or transaction (SIP domains and what hangs off them). */
 export class VoiceStore {
   readonly sipDomains: SipDomainsRepository;
   readonly aliases: AliasesRepository;
+  readonly sipUsers: SipUsersRepository;
+  readonly sipRegistrations: SipRegistrationsRepository;
 
   /** The database or transaction the repositories use (for `recordCreated` of idempotent creates). */
   constructor(readonly db: DbOrTx) {
     this.sipDomains = new SipDomainsRepository(db);
     this.aliases = new AliasesRepository(db);
+    this.sipUsers = new SipUsersRepository(db);
+    this.sipRegistrations = new SipRegistrationsRepository(db);
   }
 
   /** Runs `fn` in a transaction, with repositories bound to it (never the outer database). */

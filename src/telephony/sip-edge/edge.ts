@@ -1,0 +1,128 @@
+/**
+ * The SIP edge: the service's own SIP listeners (UDP and TCP on SIP_HOST:
+ * SIP_PORT, TLS on SIP_TLS_PORT when the service has a certificate), on the
+ * SIP core (src/sip/). What it answers today:
+ * - OPTIONS: 200 (the core answers it), for keep-alives and monitoring;
+ * - REGISTER: SIP users of domains that allow it (./register.ts), with
+ *   bindings in the database that every replica reads;
+ * - INVITE: 501, with a reason phrase saying that calls over SIP are not
+ *   built yet: every call still runs on the carrier simulator. Nothing
+ *   pretends to ring.
+ * Scanners (friendly-scanner and kin) get no answer at all; every refusal
+ * is logged with its source and counted in /metrics
+ * (`switchboard_sip_refused_total`).
+ */
+import { createHmac } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { Counter } from "prom-client";
+import type { Clock } from "../../clock.js";
+import type { Config } from "../../config.js";
+import type { Db } from "../../db/client.js";
+import type { Logger } from "../../log.js";
+import { registry } from "../../observability/metrics.js";
+import { SipEndpoint } from "../../sip/endpoint.js";
+import { SipBindError, type TransportName } from "../../sip/transport.js";
+import { VoiceStore } from "../../voice/sip-domains/repository.js";
+import { Registrar } from "../../voice/sip-registrations/registrar.js";
+import { SipUsersDomain } from "../../voice/sip-users/domain.js";
+import { RealScheduler } from "../scheduler.js";
+import { registerHandler } from "./register.js";
+
+export interface SipEdgeOptions {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  /** The operator token: digest nonces are signed with a key derived from it (the same on every replica). */
+  operatorToken: string;
+  replicaId: string;
+}
+
+const refusals = new Counter({
+  name: "switchboard_sip_refused_total",
+  help: "SIP requests the edge refused or dropped, by reason",
+  labelNames: ["reason"],
+  registers: [registry],
+});
+
+export interface SipEdge {
+  /** The bound address of each transport listening. */
+  local(transport: TransportName): { address: string; port: number } | undefined;
+  close(): Promise<void>;
+}
+
+/** Raised when a listener cannot bind: names the setting to change. */
+export class SipEdgeStartError extends Error {
+  override readonly name = "SipEdgeStartError";
+}
+
+export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
+  const { config, log } = options;
+  const sip = config.sip;
+  const count = (reason: string) => refusals.inc({ reason });
+  const store = new VoiceStore(options.db);
+  const users = new SipUsersDomain(store, options.clock, config.sipDomains);
+  let endpoint: SipEndpoint;
+  try {
+    endpoint = await SipEndpoint.start({
+      transport: {
+        address: sip.host,
+        udpPort: sip.port,
+        tcpPort: sip.port,
+        tls:
+          config.tls === undefined
+            ? undefined
+            : {
+                port: sip.tlsPort,
+                cert: readFileSync(config.tls.certFile),
+                key: readFileSync(config.tls.keyFile),
+              },
+      },
+      scheduler: new RealScheduler(options.clock),
+      ...(sip.advertisedHost === undefined ? {} : { advertisedHost: sip.advertisedHost }),
+      userAgent: "Switchboard",
+      onEvent: (event) => {
+        count(event.type);
+        const source = `${event.source.transport} ${event.source.address}:${event.source.port}`;
+        if (event.type === "internal-error") log.error({ source, detail: event.detail }, "SIP edge error");
+        else log.info({ source, type: event.type, detail: event.detail }, "SIP request refused");
+      },
+    });
+  } catch (err) {
+    if (err instanceof SipBindError) {
+      const setting = err.transport === "TLS" ? "SIP_TLS_PORT" : "SIP_PORT";
+      throw new SipEdgeStartError(
+        `${err.message}: set ${setting} (or SIP_HOST) to a free port, or SIP_ENABLED=false`,
+        { cause: err },
+      );
+    }
+    throw err;
+  }
+  endpoint.onRequest(
+    "REGISTER",
+    registerHandler({
+      domains: store.sipDomains,
+      users,
+      registrar: new Registrar(store, options.clock),
+      baseDomain: config.sipDomains.baseDomain,
+      algorithms: sip.digestAlgorithms,
+      nonceKey: createHmac("sha256", options.operatorToken).update("switchboard sip digest nonces").digest(),
+      clock: options.clock,
+      replicaId: options.replicaId,
+      log,
+      refused: count,
+    }),
+  );
+  endpoint.onInvite((tx) => {
+    count("invite-not-implemented");
+    tx.respond(tx.reply(501, "Calls Over SIP Are Not Implemented Yet"));
+  });
+  for (const transport of ["UDP", "TCP", "TLS"] as const) {
+    const local = endpoint.transport.local(transport);
+    if (local) log.info({ transport, address: local.address, port: local.port }, "SIP listening");
+  }
+  return {
+    local: (transport) => endpoint.transport.local(transport),
+    close: () => endpoint.close(),
+  };
+}
