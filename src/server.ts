@@ -48,6 +48,7 @@ import { addGaugeSource, instrumentDrizzle } from "./observability/metrics.js";
 import { metricsRoute } from "./observability/metrics-route.js";
 import { webhookQueueDepth } from "./observability/queue-depth.js";
 import { startTracing } from "./observability/tracing.js";
+import { openBlobStore } from "./recordings/blob-store.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, createMessageNetwork, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
@@ -118,7 +119,17 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const log = options.log ?? createLogger(config.logLevel, { bufferBytes: config.logBufferBytes });
   const clock = options.clock ?? systemClock;
   instrumentDrizzle();
-  const stopTracing = await startTracing(config.tracing, options.spanExporter);
+  // Recording audio's store (BLOB_STORE), checked first: a bucket that cannot be used stops the start.
+  const started0 = performance.now();
+  const blobs = await openBlobStore(config.recordings);
+  log.info({ ...blobs.describe, ms: Math.round(performance.now() - started0) }, "blob store opened");
+  let stopTracing: Awaited<ReturnType<typeof startTracing>>;
+  try {
+    stopTracing = await startTracing(config.tracing, options.spanExporter);
+  } catch (err) {
+    blobs.close();
+    throw err;
+  }
   let owned: Database | undefined;
   let db = options.db;
   // Start-up steps are logged at info with their duration (an operator
@@ -162,6 +173,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     }
   } catch (err) {
     await owned?.close();
+    blobs.close();
     throw err;
   }
   const database = db!;
@@ -177,7 +189,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     notifyWebhooks?.();
   };
   // Recordings: shared by the API, the audio download route and the engine.
-  const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks });
+  const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks, blobs: blobs.store });
   // The call engine drives the calls created through this process's API.
   const engine = createCallEngine(
     { config, clock, log, db: database, kickWebhooks, recordings },
@@ -388,6 +400,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await credentialListener?.close();
         await owned?.close();
         owned = undefined;
+        blobs.close();
         await stopTracing?.();
       }
     },
