@@ -48,6 +48,7 @@ import { addGaugeSource, instrumentDrizzle } from "./observability/metrics.js";
 import { metricsRoute } from "./observability/metrics-route.js";
 import { webhookQueueDepth } from "./observability/queue-depth.js";
 import { startTracing } from "./observability/tracing.js";
+import { BlobSharingCheck } from "./recordings/blob-sharing.js";
 import { openBlobStore } from "./recordings/blob-store.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, createMessageNetwork, type ServiceEntry } from "./services.js";
@@ -195,6 +196,16 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { config, clock, log, db: database, kickWebhooks, recordings },
     options.scheduler === undefined ? {} : { scheduler: options.scheduler },
   );
+  const blobSharing =
+    config.recordings.blobStore === "filesystem"
+      ? new BlobSharingCheck({
+          db: database,
+          log,
+          blobDir: config.recordings.blobDir,
+          engineId: engine.id,
+          heartbeatSeconds: config.engineHeartbeatSeconds,
+        })
+      : undefined;
   // The token endpoint's public URL: key files carry it, assertions must name it.
   const tokenUrl = new TokenUrl(config);
   // The origin of opt-out links: RECORDING_LINK_BASE_URL, else the address listened on (set in listen()).
@@ -292,7 +303,10 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   // true) or passes (returns false); nobody answering means 404.
   const fallbacks: Fallback[] = [
     // GET /healthz, /readyz (ready when the database answers)
-    createHealthHttp(health, { readiness: options.readiness ?? (() => databaseAnswers(database)) }),
+    createHealthHttp(health, {
+      readiness: options.readiness ?? (() => databaseAnswers(database)),
+      ...(blobSharing === undefined ? {} : { details: () => blobSharing.details() }),
+    }),
     // GET /openapi.json, /admin/openapi.json and the reference page /docs (no credentials)
     createOpenApiHttp(),
     // GET /metrics (Prometheus; the operator token)
@@ -342,6 +356,12 @@ export async function build(options: BuildOptions = {}): Promise<App> {
 
   // Registers the engine and ends the calls of engines that died (liveness.ts).
   await engine.begin();
+  // On the filesystem store: a warning (log, /readyz) when another replica does not share BLOB_DIR.
+  await blobSharing
+    ?.start()
+    .catch((err: unknown) =>
+      log.warn({ err, blobDir: config.recordings.blobDir }, "could not check whether BLOB_DIR is shared"),
+    );
   // Takes over outgoing messages a stopped process left on their way (network.ts).
   if (config.role !== "worker") {
     const resumed = await messageNetwork.resume();
@@ -393,6 +413,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         shutdown.abort();
         removeGauges();
         await engine.stop();
+        await blobSharing?.stop().catch(() => {});
         await messageNetwork.stop();
         await webhookListener?.close();
         await webhooks?.stop();
