@@ -5,6 +5,9 @@
  * same environment: DATABASE_URL or DATA_DIR, BLOB_DIR, the S3_* settings),
  * talking to the database and the bucket itself; no server is called.
  * Repeatable and resumable; exit code 1 while some audio is in neither place.
+ *
+ * The one command that runs server code: loaded (dynamic imports) only when
+ * it runs, so the CLI's start and help stay free of it.
  */
 import { existsSync, statSync } from "node:fs";
 import { str } from "./args.js";
@@ -37,8 +40,8 @@ export const migrateBlobsCommand: Command = {
     "audio is in the bucket, 1 while some is in neither place (see the lines 'missing').",
   ].join("\n"),
   examples: [
-    "S3_BUCKET=recordings S3_ENDPOINT=http://minio:9000 S3_FORCE_PATH_STYLE=true \\",
-    "  switchboard recordings migrate-blobs --from-dir /data/blobs",
+    "switchboard recordings migrate-blobs --dry-run",
+    "switchboard recordings migrate-blobs --from-dir /data/blobs",
   ],
   async runLocal({ values, env, out }) {
     const { ConfigError, loadConfig } = await import("../config.js");

@@ -111,6 +111,9 @@ export class S3BlobStore implements BlobStore {
     // A HEAD's error reply has no body: the SDK names it Unknown (or by its status).
     const named = e.code ?? e.name;
     const detail = named === undefined || named === "Unknown" || /^\d+$/.test(named) ? "" : ` ${named}`;
+    if (e.name === "CredentialsProviderError") {
+      return `BLOB_STORE=s3: no credentials for ${this.where}: set S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY (or give the AWS SDK its own: AWS_* variables, a profile, an instance or task role)`;
+    }
     if (status === undefined || !(err instanceof S3ServiceException)) {
       const endpoint = this.config.endpoint ?? `AWS S3's endpoint for ${this.config.region}`;
       return `BLOB_STORE=s3: cannot reach S3_ENDPOINT ${endpoint} (${detail.trim() || "error"}: ${e.message ?? ""}); check S3_ENDPOINT and that the store is running`;
