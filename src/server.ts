@@ -196,8 +196,9 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { config, clock, log, db: database, kickWebhooks, recordings },
     options.scheduler === undefined ? {} : { scheduler: options.scheduler },
   );
+  // (Not on the embedded database: one process's, so there is no other replica.)
   const blobSharing =
-    config.recordings.blobStore === "filesystem"
+    config.recordings.blobStore === "filesystem" && owned?.driver !== "pglite"
       ? new BlobSharingCheck({
           db: database,
           log,
