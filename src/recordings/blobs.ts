@@ -17,7 +17,7 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { type ByteRange, type RangeRequest, resolveRange } from "./ranges.js";
@@ -92,19 +92,25 @@ export class FileBlobStore implements BlobStore {
   }
 
   async stream(key: string, range?: RangeRequest): Promise<BlobStream | undefined> {
-    const path = this.path(key);
-    const size = await this.size(key);
-    if (size === undefined) return undefined;
-    const part = range === undefined ? undefined : resolveRange(range, size);
+    let handle: FileHandle;
     try {
-      // Opened before answering: a file deleted meanwhile is missing, not a broken stream.
-      const handle = await open(path, "r");
-      const body = handle.createReadStream(part === undefined ? {} : { start: part.start, end: part.end });
-      return { size, body, ...(part === undefined ? {} : { range: part }) };
+      handle = await open(this.path(key), "r");
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw err;
     }
+    // The size of the file opened (a put meanwhile replaces the name, not this file).
+    let size: number;
+    let part: ByteRange | undefined;
+    try {
+      size = (await handle.stat()).size;
+      part = range === undefined ? undefined : resolveRange(range, size);
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+    const body = handle.createReadStream(part === undefined ? {} : { start: part.start, end: part.end });
+    return { size, body, ...(part === undefined ? {} : { range: part }) };
   }
 
   async size(key: string): Promise<number | undefined> {
