@@ -51,7 +51,11 @@ export const groups: readonly Group[] = [
   },
   { name: "trunks", summary: "carrier trunks: list, get, create, update, delete", load: sip },
   { name: "calls", summary: "a project's calls: list, get", load: voice },
-  { name: "recordings", summary: "a project's call recordings: list, get", load: voice },
+  {
+    name: "recordings",
+    summary: "a project's call recordings: list, get; migrate-blobs (audio into the S3 bucket)",
+    load: voice,
+  },
   { name: "messages", summary: "a project's messages: list, get", load: voice },
   {
     name: "simulator",
@@ -134,7 +138,7 @@ export async function main(
   const cli: CliIo = { env, out: stdout };
   try {
     await dispatch(groups, argv, cli);
-    return 0;
+    return cli.exitCode ?? 0;
   } catch (err) {
     if (err instanceof NoCommandError) {
       stderr(err.message);

@@ -187,9 +187,63 @@ export interface LimitsConfig {
   concurrentCalls: number;
 }
 
+export const BLOB_STORES = ["filesystem", "s3"] as const;
+export type BlobStoreKind = (typeof BLOB_STORES)[number];
+
+/**
+ * The S3-compatible bucket of recording audio (src/recordings/s3-blobs.ts;
+ * docs/recordings.md has each store's settings).
+ */
+export interface S3Config {
+  /**
+   * S3_ENDPOINT: the store's http(s) URL (`https://s3.example.com:9000`).
+   * Unset: AWS S3's endpoint for the region.
+   */
+  endpoint: string | undefined;
+  /** S3_REGION: the signing region. Default `us-east-1` (Cloudflare R2: `auto`). */
+  region: string;
+  /** S3_BUCKET: the bucket; it must exist (checked at start). */
+  bucket: string;
+  /**
+   * S3_ACCESS_KEY_ID / S3_SECRET_ACCESS_KEY: the credentials, both or
+   * neither. Neither: the AWS SDK's default chain (AWS_* variables, a
+   * profile, an instance or task role).
+   */
+  credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+  /**
+   * S3_FORCE_PATH_STYLE=true addresses the bucket in the path
+   * (`{endpoint}/{bucket}/{key}`) rather than the host name; MinIO and
+   * Ceph RGW usually need it. Default false.
+   */
+  forcePathStyle: boolean;
+  /**
+   * S3_KEY_PREFIX: prepended to every object key (`switchboard/` gives
+   * `switchboard/recordings/...`), so several installations can share a
+   * bucket. Default empty.
+   */
+  keyPrefix: string;
+  /**
+   * S3_REQUEST_TIMEOUT_MS: how long one request may take (connecting
+   * included) before it is abandoned and tried again (3 attempts). Default
+   * 30000.
+   */
+  requestTimeoutMs: number;
+}
+
 export interface RecordingsConfig {
+  /**
+   * BLOB_STORE: where recording audio is kept: `filesystem` (default; files
+   * under BLOB_DIR) or `s3` (an S3-compatible bucket: the S3_* settings).
+   */
+  blobStore: BlobStoreKind;
   /** BLOB_DIR: where the filesystem blob store keeps audio. Default `<DATA_DIR>/blobs`. */
   blobDir: string;
+  /**
+   * The bucket, when S3_BUCKET is set (required with BLOB_STORE=s3; read
+   * with the filesystem store too, for `switchboard recordings
+   * migrate-blobs`).
+   */
+  s3: S3Config | undefined;
   /**
    * RECORDING_LINK_SECRET: the HMAC key of audio download links (at least
    * 32 characters). Unset on the embedded database: generated on first
@@ -338,11 +392,77 @@ function linkBaseUrl(raw: string | undefined): string {
   return raw.replace(/\/$/, "");
 }
 
+const KEY_PREFIX = /^([A-Za-z0-9._-]+\/)*$/;
+
+function s3(env: NodeJS.ProcessEnv, blobStore: BlobStoreKind): S3Config | undefined {
+  const bucket = env.S3_BUCKET || undefined;
+  if (bucket === undefined) {
+    if (blobStore === "s3") throw new ConfigError("S3_BUCKET must be set when BLOB_STORE=s3");
+    return undefined;
+  }
+  // Bucket naming rules of S3 (and of the stores that follow it), dots allowed.
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    throw new ConfigError(
+      `S3_BUCKET must be a bucket name (3 to 63 lower-case letters, digits, dots and hyphens), got ${JSON.stringify(bucket)}`,
+    );
+  }
+  const endpoint = env.S3_ENDPOINT || undefined;
+  if (endpoint !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || !/^https?:$/.test(url.protocol) || url.search !== "" || url.hash !== "") {
+      throw new ConfigError(
+        `S3_ENDPOINT must be an http(s) URL without query, e.g. https://s3.example.com, got ${JSON.stringify(endpoint)}`,
+      );
+    }
+  }
+  const region = env.S3_REGION || "us-east-1";
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) {
+    throw new ConfigError(
+      `S3_REGION must be a region name such as us-east-1 or auto, got ${JSON.stringify(region)}`,
+    );
+  }
+  const accessKeyId = env.S3_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY || undefined;
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError("S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together");
+  }
+  let keyPrefix = env.S3_KEY_PREFIX ?? "";
+  if (keyPrefix !== "" && !keyPrefix.endsWith("/")) keyPrefix = `${keyPrefix}/`;
+  if (!KEY_PREFIX.test(keyPrefix) || keyPrefix.split("/").some((s) => s === "." || s === "..")) {
+    throw new ConfigError(
+      `S3_KEY_PREFIX must be path segments of letters, digits, '.', '_' and '-' separated by '/', got ${JSON.stringify(env.S3_KEY_PREFIX)}`,
+    );
+  }
+  return {
+    endpoint,
+    region,
+    bucket,
+    credentials:
+      accessKeyId !== undefined && secretAccessKey !== undefined
+        ? { accessKeyId, secretAccessKey }
+        : undefined,
+    forcePathStyle: bool(env, "S3_FORCE_PATH_STYLE", false),
+    keyPrefix,
+    requestTimeoutMs: int(env, "S3_REQUEST_TIMEOUT_MS", 30_000, 100, 600_000),
+  };
+}
+
 function recordings(
   env: NodeJS.ProcessEnv,
   dataDir: string,
   databaseUrl: string | undefined,
 ): RecordingsConfig {
+  const blobStore = (env.BLOB_STORE || "filesystem") as BlobStoreKind;
+  if (!BLOB_STORES.includes(blobStore)) {
+    throw new ConfigError(
+      `BLOB_STORE must be one of ${BLOB_STORES.join(", ")}, got ${JSON.stringify(blobStore)}`,
+    );
+  }
   const secret = env.RECORDING_LINK_SECRET || undefined;
   if (secret === undefined && databaseUrl !== undefined) {
     throw new ConfigError("RECORDING_LINK_SECRET must be set when DATABASE_URL is set");
@@ -351,7 +471,9 @@ function recordings(
     throw new ConfigError("RECORDING_LINK_SECRET must be at least 32 characters");
   }
   return {
+    blobStore,
     blobDir: resolve(env.BLOB_DIR || resolve(dataDir, "blobs")),
+    s3: s3(env, blobStore),
     linkSecret: secret,
     processingTimeoutMs: int(env, "RECORDING_PROCESSING_TIMEOUT_MS", 60_000, 1, 3_600_000),
     linkBaseUrl: linkBaseUrl(env.RECORDING_LINK_BASE_URL),

@@ -48,6 +48,8 @@ import { addGaugeSource, instrumentDrizzle } from "./observability/metrics.js";
 import { metricsRoute } from "./observability/metrics-route.js";
 import { webhookQueueDepth } from "./observability/queue-depth.js";
 import { startTracing } from "./observability/tracing.js";
+import { BlobSharingCheck } from "./recordings/blob-sharing.js";
+import { openBlobStore } from "./recordings/blob-store.js";
 import { createRecordings, recordingAudioRoute } from "./recordings/index.js";
 import { buildServices, createCallEngine, createMessageNetwork, type ServiceEntry } from "./services.js";
 import type { Scheduler } from "./telephony/scheduler.js";
@@ -124,7 +126,17 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const log = options.log ?? createLogger(config.logLevel, { bufferBytes: config.logBufferBytes });
   const clock = options.clock ?? systemClock;
   instrumentDrizzle();
-  const stopTracing = await startTracing(config.tracing, options.spanExporter);
+  // Recording audio's store (BLOB_STORE), checked first: a bucket that cannot be used stops the start.
+  const started0 = performance.now();
+  const blobs = await openBlobStore(config.recordings);
+  log.info({ ...blobs.describe, ms: Math.round(performance.now() - started0) }, "blob store opened");
+  let stopTracing: Awaited<ReturnType<typeof startTracing>>;
+  try {
+    stopTracing = await startTracing(config.tracing, options.spanExporter);
+  } catch (err) {
+    blobs.close();
+    throw err;
+  }
   let owned: Database | undefined;
   let db = options.db;
   // Start-up steps are logged at info with their duration (an operator
@@ -168,6 +180,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     }
   } catch (err) {
     await owned?.close();
+    blobs.close();
     throw err;
   }
   const database = db!;
@@ -183,12 +196,23 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     notifyWebhooks?.();
   };
   // Recordings: shared by the API, the audio download route and the engine.
-  const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks });
+  const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks, blobs: blobs.store });
   // The call engine drives the calls created through this process's API.
   const engine = createCallEngine(
     { config, clock, log, db: database, kickWebhooks, recordings },
     options.scheduler === undefined ? {} : { scheduler: options.scheduler },
   );
+  // (Not on the embedded database: one process's, so there is no other replica.)
+  const blobSharing =
+    config.recordings.blobStore === "filesystem" && owned?.driver !== "pglite"
+      ? new BlobSharingCheck({
+          db: database,
+          log,
+          blobDir: config.recordings.blobDir,
+          engineId: engine.id,
+          heartbeatSeconds: config.engineHeartbeatSeconds,
+        })
+      : undefined;
   // The token endpoint's public URL: key files carry it, assertions must name it.
   const tokenUrl = new TokenUrl(config);
   // The origin of opt-out links: RECORDING_LINK_BASE_URL, else the address listened on (set in listen()).
@@ -286,7 +310,10 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   // true) or passes (returns false); nobody answering means 404.
   const fallbacks: Fallback[] = [
     // GET /healthz, /readyz (ready when the database answers)
-    createHealthHttp(health, { readiness: options.readiness ?? (() => databaseAnswers(database)) }),
+    createHealthHttp(health, {
+      readiness: options.readiness ?? (() => databaseAnswers(database)),
+      ...(blobSharing === undefined ? {} : { details: () => blobSharing.details() }),
+    }),
     // GET /openapi.json, /admin/openapi.json and the reference page /docs (no credentials)
     createOpenApiHttp(),
     // GET /console/ (the browser app) and GET / from a browser (src/transport/console.ts)
@@ -338,6 +365,12 @@ export async function build(options: BuildOptions = {}): Promise<App> {
 
   // Registers the engine and ends the calls of engines that died (liveness.ts).
   await engine.begin();
+  // On the filesystem store: a warning (log, /readyz) when another replica does not share BLOB_DIR.
+  await blobSharing
+    ?.start()
+    .catch((err: unknown) =>
+      log.warn({ err, blobDir: config.recordings.blobDir }, "could not check whether BLOB_DIR is shared"),
+    );
   // Takes over outgoing messages a stopped process left on their way (network.ts).
   if (config.role !== "worker") {
     const resumed = await messageNetwork.resume();
@@ -405,6 +438,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         shutdown.abort();
         removeGauges();
         await engine.stop();
+        await blobSharing?.stop().catch(() => {});
         await messageNetwork.stop();
         await webhookListener?.close();
         await webhooks?.stop();
@@ -412,6 +446,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await credentialListener?.close();
         await owned?.close();
         owned = undefined;
+        blobs.close();
         await stopTracing?.();
       }
     },

@@ -16,7 +16,7 @@ import {
   SigningKeySchema,
 } from "../../gen/switchboard/admin/v1/projects_pb.js";
 import { done, LIST_OPTIONS, listPages, projectName, resource, str, strs } from "./args.js";
-import { type Command, type OptionSpec, UsageError } from "./command.js";
+import { type Command, type Invocation, type OptionSpec, UsageError } from "./command.js";
 import { col, idCol, type Json } from "./output.js";
 
 const ROLES =
@@ -87,7 +87,7 @@ const BINDING_OPTIONS: Record<string, OptionSpec> = {
   },
 };
 
-function grants(values: Parameters<Command["run"]>[0]["values"]): { roles: string[]; permissions: string[] } {
+function grants(values: Invocation["values"]): { roles: string[]; permissions: string[] } {
   const roles = strs(values, "role");
   const permissions = strs(values, "permission");
   if (roles.length === 0 && permissions.length === 0) {
@@ -245,7 +245,7 @@ const keys: Command[] = [
 
 /** Reads the key's bindings, changes them and writes them back (UpdateApiKey with mask `bindings`). */
 async function updateBindings(
-  client: Parameters<Command["run"]>[0]["client"],
+  client: Invocation["client"],
   name: string,
   change: (bindings: Binding[]) => Binding[],
 ) {

@@ -61,7 +61,21 @@ export interface Command {
   /** Longer help text, shown after the usage line. */
   description?: string;
   examples?: readonly string[];
-  run(inv: Invocation): Promise<Output>;
+  /** Runs it against the server (`client`), returning what to print. */
+  run?(inv: Invocation): Promise<Output>;
+  /**
+   * Or runs it here, on the service's own settings (the environment a
+   * replica runs with), printing as it goes; no server is called. Returns the
+   * exit code.
+   */
+  runLocal?(inv: LocalInvocation): Promise<number>;
+}
+
+export interface LocalInvocation {
+  args: string[];
+  values: Values;
+  env: NodeJS.ProcessEnv;
+  out(text: string): void;
 }
 
 /** A group of commands (their first word), loaded only when named. */

@@ -120,6 +120,8 @@ export interface CliIo {
   out(text: string): void;
   /** Set to the server's URL once a command is about to call it (for error hints). */
   url?: string;
+  /** Set by a command run here (runLocal) that ended with an exit code other than 0. */
+  exitCode?: number;
 }
 
 /** Help for the whole CLI: the groups. */
@@ -181,6 +183,11 @@ export async function dispatch(groups: readonly Group[], argv: readonly string[]
   if (positionals.length > specs.length) {
     throw new UsageError(`unexpected argument ${JSON.stringify(positionals[specs.length])}`, name);
   }
+  if (command.runLocal !== undefined) {
+    io.exitCode = await command.runLocal({ args: positionals, values, env: io.env, out: io.out });
+    return;
+  }
+  if (command.run === undefined) throw new Error(`${name} has nothing to run`);
   const url = (values.url as string | undefined) ?? io.env.SWITCHBOARD_URL ?? DEFAULT_URL;
   io.url = url;
   // Loaded only to run a command: help never pays for connect-node.

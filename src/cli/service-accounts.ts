@@ -15,7 +15,7 @@ import {
   ServiceAccounts,
 } from "../../gen/switchboard/admin/v1/service_accounts_pb.js";
 import { done, LIST_OPTIONS, listPages, projectName, resource, str, strs } from "./args.js";
-import { type Command, type OptionSpec, UsageError, type Values } from "./command.js";
+import { type Command, type Invocation, type OptionSpec, UsageError, type Values } from "./command.js";
 import { col, idCol, type Json } from "./output.js";
 import { tokenCommands } from "./token.js";
 
@@ -196,7 +196,7 @@ const accounts: Command[] = [
 
 /** Reads the account's bindings, changes them and writes them back (mask `bindings`). */
 async function updateBindings(
-  client: Parameters<Command["run"]>[0]["client"],
+  client: Invocation["client"],
   name: string,
   change: (bindings: Binding[]) => Binding[],
 ) {

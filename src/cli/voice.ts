@@ -32,6 +32,7 @@ import {
   strs,
 } from "./args.js";
 import { type Command, UsageError, type Values } from "./command.js";
+import { migrateBlobsCommand } from "./migrate-blobs.js";
 import { col, idCol } from "./output.js";
 
 const domainName = (arg: string, values: Values) => childName(arg, "sipDomains", values);
@@ -311,4 +312,10 @@ const messages: Command[] = [
   },
 ];
 
-export const voiceCommands: Command[] = [...sipDomains, ...calls, ...recordings, ...messages];
+export const voiceCommands: Command[] = [
+  ...sipDomains,
+  ...calls,
+  ...recordings,
+  migrateBlobsCommand,
+  ...messages,
+];

@@ -7,30 +7,42 @@
  * `..`. `put` replaces atomically (a reader sees the old bytes or the new,
  * never a part); `delete` of a missing key is not an error.
  *
+ * `stream` may be asked for a byte range (ranges.ts): it then streams that
+ * part, and `size` is still the whole blob's.
+ *
  * FileBlobStore keeps each blob as a file under a directory (BLOB_DIR,
  * default `<DATA_DIR>/blobs`); fine for one machine or a shared volume.
- * An S3-compatible store (one bucket, keys as object keys, `stream` as a
- * ranged or plain GetObject, `put` as PutObject) implements the same
- * interface and can replace it without touching callers.
+ * S3BlobStore (s3-blobs.ts, BLOB_STORE=s3) keeps them as objects in one
+ * bucket, for replicas on several machines.
  */
 
 import { randomBytes } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
+import { type ByteRange, type RangeRequest, resolveRange } from "./ranges.js";
 
 export interface BlobStream {
+  /** The whole blob's size in bytes. */
   size: number;
+  /** The bytes: all of them, or those of `range`. */
   body: Readable;
+  /** The part `body` holds, when a range was asked for. */
+  range?: ByteRange;
 }
 
 export interface BlobStore {
   put(key: string, data: Uint8Array): Promise<void>;
   /** The bytes, or undefined when there is no such blob. */
   get(key: string): Promise<Buffer | undefined>;
-  /** A stream of the bytes with their size, or undefined when there is no such blob. */
-  stream(key: string): Promise<BlobStream | undefined>;
+  /**
+   * A stream of the bytes (or of `range` of them: RangeNotSatisfiable when
+   * the blob has none of it) with their size, or undefined when there is no
+   * such blob.
+   */
+  stream(key: string, range?: RangeRequest): Promise<BlobStream | undefined>;
+  /** The size in bytes, or undefined when there is no such blob. */
+  size(key: string): Promise<number | undefined>;
   delete(key: string): Promise<void>;
 }
 
@@ -79,11 +91,31 @@ export class FileBlobStore implements BlobStore {
     }
   }
 
-  async stream(key: string): Promise<BlobStream | undefined> {
-    const path = this.path(key);
+  async stream(key: string, range?: RangeRequest): Promise<BlobStream | undefined> {
+    let handle: FileHandle;
     try {
-      const info = await stat(path);
-      return { size: info.size, body: createReadStream(path) };
+      handle = await open(this.path(key), "r");
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    // The size of the file opened (a put meanwhile replaces the name, not this file).
+    let size: number;
+    let part: ByteRange | undefined;
+    try {
+      size = (await handle.stat()).size;
+      part = range === undefined ? undefined : resolveRange(range, size);
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+    const body = handle.createReadStream(part === undefined ? {} : { start: part.start, end: part.end });
+    return { size, body, ...(part === undefined ? {} : { range: part }) };
+  }
+
+  async size(key: string): Promise<number | undefined> {
+    try {
+      return (await stat(this.path(key))).size;
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw err;

@@ -70,6 +70,7 @@ import type { AudioRef, LinkSigner } from "./links.js";
 import { type RecordingRef, recordingName } from "./names.js";
 import { type AudioProcessor, defaultProcessor, type ProcessedAudio } from "./processing.js";
 import { RecordingSchema, recordingToProto } from "./proto.js";
+import type { RangeRequest } from "./ranges.js";
 import { RecordingsRepository } from "./repository.js";
 import { transcriptionAudio } from "./transcription-audio.js";
 
@@ -371,19 +372,26 @@ export class RecordingsDomain {
     processed: ProcessedAudio & { empty: false },
   ): Promise<RenditionRow[]> {
     const out: RenditionRow[] = [];
-    for (const [format, data] of [
-      ["wav", processed.wav],
-      ["mp3", processed.mp3],
-    ] as const) {
-      const blobKey = `recordings/${row.projectId}/${row.id}.${format}`;
-      await this.options.blobs.put(blobKey, data);
-      out.push({
-        format,
-        ...MIME[format],
-        sampleRate: processed.sampleRate,
-        sizeBytes: data.length,
-        blobKey,
-      });
+    try {
+      for (const [format, data] of [
+        ["wav", processed.wav],
+        ["mp3", processed.mp3],
+      ] as const) {
+        const blobKey = `recordings/${row.projectId}/${row.id}.${format}`;
+        // Counted before the put: a put that failed may have stored its blob all the same.
+        out.push({
+          format,
+          ...MIME[format],
+          sampleRate: processed.sampleRate,
+          sizeBytes: data.length,
+          blobKey,
+        });
+        await this.options.blobs.put(blobKey, data);
+      }
+    } catch (err) {
+      // None of it is kept: the recording ends FAILED without audio.
+      await this.deleteBlobs(out);
+      throw err;
     }
     return out;
   }
@@ -538,14 +546,33 @@ export class RecordingsDomain {
     return current;
   }
 
-  /** The audio a (verified) download link names, or undefined when it is gone. */
-  async openAudio(ref: AudioRef): Promise<(BlobStream & { mimeType: string }) | undefined> {
+  /** The rendition a (verified) download link names, or undefined when it is gone. */
+  private async rendition(ref: AudioRef): Promise<RenditionRow | undefined> {
     const row = await this.repository.find(ref.projectId, ref.recordingId);
     if (row === undefined || row.callId !== ref.callId) return undefined;
-    const rendition = row.renditions.find((r) => r.format === ref.format);
+    return row.renditions.find((r) => r.format === ref.format);
+  }
+
+  /**
+   * The audio a (verified) download link names, or `range` of it
+   * (RangeNotSatisfiable when it has none of it), or undefined when it is gone.
+   */
+  async openAudio(
+    ref: AudioRef,
+    range?: RangeRequest,
+  ): Promise<(BlobStream & { mimeType: string }) | undefined> {
+    const rendition = await this.rendition(ref);
     if (rendition === undefined) return undefined;
-    const blob = await this.options.blobs.stream(rendition.blobKey);
+    const blob = await this.options.blobs.stream(rendition.blobKey, range);
     return blob === undefined ? undefined : { ...blob, mimeType: rendition.mimeType };
+  }
+
+  /** The size and type of the audio a (verified) download link names (HEAD), or undefined when it is gone. */
+  async audioInfo(ref: AudioRef): Promise<{ size: number; mimeType: string } | undefined> {
+    const rendition = await this.rendition(ref);
+    if (rendition === undefined) return undefined;
+    const size = await this.options.blobs.size(rendition.blobKey);
+    return size === undefined ? undefined : { size, mimeType: rendition.mimeType };
   }
 
   /** Where this domain's recordings are transcribed. */

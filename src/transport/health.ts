@@ -3,7 +3,8 @@
  * ordinary Connect service, and plain HTTP probes for orchestrators:
  * `GET /healthz` (liveness: the process answers) and `GET /readyz`
  * (readiness: serving, and the optional readiness check — the database, for
- * instance — passes).
+ * instance — passes; with `details` when the operator should change
+ * something: `{"status":"SERVING","details":[{...}]}`).
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
@@ -143,6 +144,12 @@ export interface HealthHttpOptions {
   readiness?: (() => Promise<boolean>) | undefined;
   /** Bound on the readiness check. Default 2 s. */
   readinessTimeoutMs?: number;
+  /**
+   * What the operator should know about a ready server (a setting to
+   * change): `/readyz` answers them as `details` beside the status. They do
+   * not make it unready.
+   */
+  details?: (() => Promise<readonly object[]>) | undefined;
 }
 
 const SERVING_BODY = '{"status":"SERVING"}';
@@ -174,8 +181,13 @@ export function createHealthHttp(status: HealthStatus, options: HealthHttpOption
     const q = url.indexOf("?");
     const path = q === -1 ? url : url.slice(0, q);
     if (path !== "/healthz" && path !== "/readyz") return false;
-    const reply = (ok: boolean) => {
-      const body = ok ? SERVING_BODY : NOT_SERVING_BODY;
+    const reply = (ok: boolean, details: readonly object[] = []) => {
+      const body =
+        details.length === 0
+          ? ok
+            ? SERVING_BODY
+            : NOT_SERVING_BODY
+          : JSON.stringify({ status: ok ? "SERVING" : "NOT_SERVING", details });
       res.writeHead(ok ? 200 : 503, {
         "Content-Type": "application/json",
         "Cache-Control": "no-store",
@@ -193,9 +205,12 @@ export function createHealthHttp(status: HealthStatus, options: HealthHttpOption
       reply(true);
       return true;
     }
-    return ready().then((ok) => {
-      reply(ok);
-      return true;
-    });
+    const details = options.details;
+    return Promise.all([ready(), details === undefined ? [] : details().catch(() => [])]).then(
+      ([ok, found]) => {
+        reply(ok, found);
+        return true;
+      },
+    );
   };
 }

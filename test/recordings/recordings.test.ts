@@ -335,6 +335,7 @@ describe.each(testDatabases())("recordings on $name", (backend) => {
       },
       get: async () => undefined,
       stream: async () => undefined,
+      size: async () => undefined,
       delete: async () => {},
     };
     const noSpace = createRecordings({ config: testConfig(env), clock, log, db: database.db, blobs: full });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { FileBlobStore } from "../../src/recordings/blobs.js";
 import { LinkSigner, parseAudioPath, resolveLinkSecret } from "../../src/recordings/links.js";
+import { parseRange, RangeNotSatisfiable } from "../../src/recordings/ranges.js";
 import { TestClock } from "../support/clock.js";
 
 describe("FileBlobStore", () => {
@@ -32,6 +33,51 @@ describe("FileBlobStore", () => {
     await store.delete("recordings/p1/r1.wav"); // missing is fine
     expect(await store.get("recordings/p1/r1.wav")).toBeUndefined();
     expect(await store.stream("recordings/p1/r1.wav")).toBeUndefined();
+  });
+
+  it("streams byte ranges and sizes blobs", async () => {
+    const store = new FileBlobStore(dir);
+    await store.put("recordings/p1/r2.mp3", Buffer.from("0123456789"));
+    expect(await store.size("recordings/p1/r2.mp3")).toBe(10);
+    expect(await store.size("recordings/p1/none.mp3")).toBeUndefined();
+    for (const [range, text] of [
+      [{ first: 2, last: 4 }, "234"],
+      [{ first: 7 }, "789"],
+      [{ first: 8, last: 100 }, "89"],
+      [{ suffix: 3 }, "789"],
+      [{ suffix: 30 }, "0123456789"],
+    ] as const) {
+      const part = await store.stream("recordings/p1/r2.mp3", range);
+      expect(part?.size).toBe(10);
+      const chunks: Buffer[] = [];
+      for await (const c of part!.body) chunks.push(c as Buffer);
+      expect(Buffer.concat(chunks).toString(), JSON.stringify(range)).toBe(text);
+    }
+    await expect(store.stream("recordings/p1/r2.mp3", { first: 10 })).rejects.toBeInstanceOf(
+      RangeNotSatisfiable,
+    );
+    await expect(store.stream("recordings/p1/r2.mp3", { suffix: 0 })).rejects.toBeInstanceOf(
+      RangeNotSatisfiable,
+    );
+    expect(await store.stream("recordings/p1/none.mp3", { first: 0 })).toBeUndefined();
+  });
+
+  it("parses the Range header forms players send, and ignores the rest", () => {
+    expect(parseRange("bytes=0-")).toEqual({ first: 0 });
+    expect(parseRange("bytes=5-9")).toEqual({ first: 5, last: 9 });
+    expect(parseRange("bytes=-500")).toEqual({ suffix: 500 });
+    for (const h of [
+      undefined,
+      "",
+      "bytes=",
+      "bytes=-",
+      "bytes=9-5",
+      "bytes=0-1,4-5",
+      "items=0-1",
+      "bytes=a-b",
+    ]) {
+      expect(parseRange(h), String(h)).toBeUndefined();
+    }
   });
 
   it("refuses keys that would leave its directory", async () => {

@@ -19,6 +19,10 @@
  * from the replica it was created through (its engine drives it), and under
  * `api` + `worker` every state update comes from the worker.
  *
+ * A third case (issue 32): two replicas with data directories of their own
+ * sharing an S3 bucket (s3rver); a call recorded through one replica is
+ * downloaded, whole and in a range, through the other.
+ *
  * PostgreSQL only (TEST_DATABASE_URL); PGlite is one process's database.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -33,11 +37,18 @@ import {
   PhoneNumber_PhoneNumberCapability as Capability,
   PhoneNumber_PhoneNumberType as NumberType,
 } from "../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
+import { CallRecordingConfig_CallRecordingTrigger as Trigger } from "../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
 import { CallRequestSchema } from "../../gen/enfonica/voice/v1beta1/call_request_pb.js";
 import { type Call, Call_State, CallSchema, Calls } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import {
+  type Recording,
+  Recording_State,
+  Recordings,
+  RecordingView,
+} from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import { NumberingAdmin } from "../../gen/switchboard/admin/v1/numbering_pb.js";
 import { Projects } from "../../gen/switchboard/admin/v1/projects_pb.js";
-import { SimulatorAdmin } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import { SimulatorAdmin, SimulatorRoute_Audio } from "../../gen/switchboard/admin/v1/simulator_pb.js";
 import {
   WebhookDeliveries,
   type WebhookDelivery,
@@ -50,6 +61,7 @@ import { expectSigned, keyOf, sleep, TERMINAL, xml } from "../support/calls.js";
 import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { freePort, launch, type Proc } from "../support/process.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
+import { startS3, type TestS3 } from "../support/s3.js";
 import { socketOwner } from "../support/socket-owner.js";
 
 const OPERATOR_TOKEN = "replicas-test-operator-token-0123456789";
@@ -398,6 +410,135 @@ describePostgres("two replicas on one PostgreSQL", () => {
           logLines(r.output()).filter((l) => l.level >= 50),
           r.role,
         ).toEqual([]);
+      }
+    }, 180_000);
+  });
+  // Issue 32: recording audio on one bucket, replicas with data directories of their own (as on
+  // two machines). A call recorded through one replica downloads through the other.
+  describe("separate data directories sharing an S3 bucket (BLOB_STORE=s3)", () => {
+    let scratch: { url: string; drop(): Promise<void> };
+    let s3: TestS3;
+    let handler: Receiver;
+    const dataDirs: string[] = [];
+    const pair: Replica[] = [];
+
+    beforeAll(async () => {
+      scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
+      s3 = await startS3();
+      handler = await startReceiver();
+      for (const name of ["a", "b"]) {
+        const dataDir = mkdtempSync(join(tmpdir(), `sb-replicas-s3-${name}-`));
+        dataDirs.push(dataDir);
+        const port = await freePort();
+        const proc = launch(process.execPath, ["dist/server.js"], {
+          HOST: "127.0.0.1",
+          PORT: String(port),
+          LOG_LEVEL: "info",
+          ROLE: "all",
+          DATABASE_URL: scratch.url,
+          SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
+          RECORDING_LINK_SECRET: "replicas-test-recording-secret-0123456789",
+          DATA_DIR: dataDir,
+          SIMULATOR_TIME_SCALE: "0.01",
+          WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+          ...s3.env(),
+        });
+        pair.push({ ...proc, role: "all", port, base: `http://127.0.0.1:${port}` });
+      }
+      await Promise.all(pair.map((r) => untilReady(r)));
+    }, 120_000);
+
+    afterAll(async () => {
+      for (const r of pair) r.child.kill("SIGTERM");
+      const codes = await Promise.all(pair.map((r) => r.exited));
+      await handler?.close();
+      await scratch?.drop();
+      await s3?.remove();
+      for (const d of dataDirs) rmSync(d, { recursive: true, force: true });
+      expect(codes).toEqual([0, 0]);
+    }, 60_000);
+
+    it("serves a recording made through one replica through the other", async () => {
+      const [a, b] = pair as [Replica, Replica];
+      const transport = (r: Replica) =>
+        createConnectTransport({
+          baseUrl: r.base!,
+          httpVersion: "1.1",
+          interceptors: [bearer(OPERATOR_TOKEN)],
+        });
+      await createClient(Projects, transport(b)).createProject({ projectId: PROJECT_ID });
+      await createClient(NumberingAdmin, transport(b)).createNumberBlock({
+        numberBlock: {
+          startPhoneNumber: FROM,
+          size: 10,
+          numberType: NumberType.LOCAL,
+          capabilities: [Capability.VOICE],
+          countryCode: "AU",
+        },
+      });
+      await createClient(PhoneNumberInstances, transport(b)).createPhoneNumberInstance({
+        parent: PROJECT,
+        phoneNumberInstance: { phoneNumber: { phoneNumber: FROM } },
+      });
+      await createClient(SimulatorAdmin, transport(b)).createRoute({
+        route: { prefix: TO_PREFIX, ringSeconds: 1, talkSeconds: 3600, audio: SimulatorRoute_Audio.SPEECH },
+      });
+      handler.handle((_req, res) => {
+        res.setHeader("content-type", "application/xml");
+        res.end(xml("<Say>This call is recorded on one replica and heard on the other</Say>"));
+      });
+
+      // Through B, recorded from the answer.
+      const call = await createClient(Calls, transport(b)).createCall({
+        parent: PROJECT,
+        call: {
+          to: `${TO_PREFIX}01`,
+          from: FROM,
+          options: {
+            handlerUris: [`${handler.base}/start`],
+            recording: { trigger: Trigger.ANSWER },
+            timeoutSeconds: 600,
+          },
+        },
+      });
+      const throughA = createClient(Recordings, transport(a));
+      let recording: Recording | undefined;
+      for (let i = 0; i < 1200; i++) {
+        const listed = await throughA.listRecordings({ parent: call.name, view: RecordingView.FULL });
+        recording = listed.recordings[0];
+        if (recording !== undefined && recording.state !== Recording_State.PENDING) break;
+        await sleep(50);
+      }
+      expect(Recording_State[recording?.state ?? 0], pair.map((r) => r.output()).join("\n")).toBe(
+        "SUCCEEDED",
+      );
+      const wav = (await throughA.getRecording({ name: recording!.name })).audio.find(
+        (x) => x.mimeType === "audio/x-wav",
+      )!;
+
+      // The link, issued and served by A (which recorded nothing): the audio B stored in the bucket.
+      const whole = await fetch(`${a.base}${wav.uri}`);
+      expect(whole.status).toBe(200);
+      const bytes = Buffer.from(await whole.arrayBuffer());
+      expect(bytes.length).toBe(wav.sizeBytes);
+      expect(bytes.subarray(0, 4).toString("latin1")).toBe("RIFF");
+      const part = await fetch(`${a.base}${wav.uri}`, { headers: { range: "bytes=0-11" } });
+      expect(part.status).toBe(206);
+      expect(part.headers.get("content-range")).toBe(`bytes 0-11/${wav.sizeBytes}`);
+      expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(0, 12))).toBe(true);
+      // And through B alike.
+      const viaB = await fetch(`${b.base}${wav.uri}`);
+      expect(Buffer.from(await viaB.arrayBuffer()).equals(bytes)).toBe(true);
+
+      // On a bucket, no replica warns about BLOB_DIR, and /readyz has nothing to add.
+      for (const r of pair) {
+        expect(await (await fetch(`${r.base}/readyz`)).json()).toEqual({ status: "SERVING" });
+        expect(logLines(r.output()).filter((l) => l.setting === "BLOB_STORE")).toEqual([]);
+        expect(logLines(r.output()).filter((l) => l.level >= 50)).toEqual([]);
+        expect(logLines(r.output()).find((l) => l.msg === "blob store opened")).toMatchObject({
+          blobStore: "s3",
+          bucket: s3.bucket,
+        });
       }
     }, 180_000);
   });
