@@ -140,6 +140,7 @@ export class Dialog {
 
   /** Answers an INVITE (initial or re-INVITE) 2xx and retransmits it until the ACK (§13.3.1.4). */
   answer(tx: ServerTransaction, options: { headers?: Array<[string, string]>; body?: Buffer } = {}): void {
+    if (tx.answered) return; // Cancelled (487) or answered meanwhile: nothing to retransmit.
     const headers: Array<[string, string]> = [["Contact", this.layer.contact(this.peer.transport)]];
     for (const rr of tx.request.headers.getAll("Record-Route")) headers.push(["Record-Route", rr]);
     if (options.body !== undefined) headers.push(["Content-Type", "application/sdp"]);
@@ -293,12 +294,17 @@ export class DialogLayer {
     if (this.dialogs.get(dialog.id) === dialog) this.dialogs.delete(dialog.id);
   }
 
-  /** UAS: the dialog an INVITE creates (its To tag is the transaction's), answered 2xx with `body`. */
+  /**
+   * UAS: the dialog an INVITE creates (its To tag is the transaction's),
+   * answered 2xx with `body`; undefined when the INVITE was already answered
+   * (a CANCEL got there first: it has its 487).
+   */
   accept(
     tx: ServerTransaction,
     source: Peer,
     options: { headers?: Array<[string, string]>; body?: Buffer } = {},
-  ): Dialog {
+  ): Dialog | undefined {
+    if (tx.answered) return undefined;
     const r = tx.request;
     const from = fromOf(r);
     const contact = r.headers.get("Contact");

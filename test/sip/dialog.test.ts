@@ -152,6 +152,25 @@ describe("UAS dialogs", () => {
     expect(ended).toEqual(["no-ack"]);
   });
 
+  it("does not answer an INVITE a CANCEL already ended (accept returns no dialog)", async () => {
+    const { endpoint, ua, layer } = await setup();
+    let pending: import("../../src/sip/transaction.js").ServerTransaction | undefined;
+    endpoint.onInvite((tx) => {
+      pending = tx;
+      tx.respond(tx.reply(180));
+    });
+    const peer = uaDialog(ua, endpoint);
+    const branch = peer.send("INVITE", { body: offerSdp() });
+    await ua.inbox.next((m) => m.status === 180);
+    peer.send("CANCEL", { seq: 1, branch });
+    expect((await ua.inbox.next((m) => m.status === 487)).header("CSeq")).toBe("1 INVITE");
+    expect(layer.accept(pending!, { transport: "UDP", address: "127.0.0.1", port: ua.port })).toBeUndefined();
+    expect(
+      (await ua.inbox.quiet(200)).filter((m) => m.status === 200 && m.header("CSeq") === "1 INVITE"),
+    ).toEqual([]);
+    expect(layer.size).toBe(0);
+  });
+
   it("answers 481 to a request for no dialog and 500 to a CSeq that went backwards", async () => {
     const { endpoint, ua, layer } = await setup();
     endpoint.onRequest("INVITE", (tx, source) => {
