@@ -46,6 +46,10 @@ export class Dialog {
   remoteTarget: SipUri;
   private ack: { seq: number; data: Buffer; to: Peer } | undefined;
   private awaitingAck: { seq: number; timers: Timer[] } | undefined;
+  /** Our re-INVITE still waiting for its final response (glare: the peer's gets 491). */
+  private outgoingInvite = false;
+  /** The peer's re-INVITE still being answered (another one gets 500, RFC 3261 §14.2). */
+  private incomingInvite: ServerTransaction | undefined;
 
   constructor(
     private readonly layer: DialogLayer,
@@ -121,7 +125,12 @@ export class Dialog {
     options: { headers?: Array<[string, string]>; body?: Buffer } = {},
   ): Promise<SipResponse> {
     const request = this.createRequest(method, options);
-    return this.layer.send(request, this.nextHop(), this);
+    const done = this.layer.send(request, this.nextHop(), this);
+    if (method !== "INVITE") return done;
+    this.outgoingInvite = true;
+    return done.finally(() => {
+      this.outgoingInvite = false;
+    });
   }
 
   bye(): Promise<SipResponse> {
@@ -205,6 +214,21 @@ export class Dialog {
       return;
     }
     this.remoteSeq = seq;
+    if (request.method === "INVITE") {
+      if (this.outgoingInvite) {
+        tx.respond(tx.reply(491));
+        return;
+      }
+      if (this.incomingInvite !== undefined && !this.incomingInvite.answered) {
+        tx.respond(
+          tx.reply(500, "Previous INVITE Still Pending", [
+            ["Retry-After", String(1 + Math.floor(Math.random() * 10))],
+          ]),
+        );
+        return;
+      }
+      this.incomingInvite = tx;
+    }
     const contact = request.headers.get("Contact");
     if (
       (request.method === "INVITE" || request.method === "UPDATE") &&

@@ -255,6 +255,47 @@ describe("UAC dialogs", () => {
     expect(layer.size).toBe(0);
   });
 
+  it("answers 491 to the peer's re-INVITE while ours is pending (glare)", async () => {
+    const { endpoint, ua, layer } = await setup();
+    const pending = layer.invite(
+      `sip:bob@127.0.0.1:${ua.port}`,
+      { transport: "UDP", address: "127.0.0.1", port: ua.port },
+      {
+        from: "<sip:switchboard@example.com>",
+      },
+    );
+    const invite = await ua.inbox.next((m) => m.method === "INVITE");
+    respond(ua, endpoint, invite, "200 OK");
+    await ua.inbox.next((m) => m.method === "ACK");
+    const { dialog } = await pending;
+    const ours = dialog!.reinvite(createOffer({ ...media, sessionVersion: 2 }));
+    const re = await ua.inbox.next((m) => m.method === "INVITE");
+    // The peer's own re-INVITE crosses ours: From/To swapped, its own CSeq.
+    ua.send(
+      `INVITE sip:switchboard@127.0.0.1:${udpPort(endpoint)} SIP/2.0
+Via: SIP/2.0/UDP 127.0.0.1:${ua.port};branch=z9hG4bKglare1;rport
+Max-Forwards: 70
+From: ${re.header("To")}
+To: ${re.header("From")}
+Call-ID: ${re.header("Call-ID")}
+CSeq: 1 INVITE
+Contact: <sip:bob@127.0.0.1:${ua.port}>
+Content-Length: 0
+
+`,
+      udpPort(endpoint),
+    );
+    expect(
+      (
+        await ua.inbox.next(
+          (m) => m.status !== undefined && m.header("CSeq") === "1 INVITE" && m.status >= 200,
+        )
+      ).status,
+    ).toBe(491);
+    respond(ua, endpoint, re, "200 OK");
+    expect((await ours).status).toBe(200);
+  });
+
   it("resolves with the final failure and no dialog", async () => {
     const { endpoint, ua, layer } = await setup();
     const pending = layer.invite(
