@@ -6,7 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Dialog, DialogLayer } from "../../src/sip/dialog.js";
+import type { Dialog } from "../../src/sip/dialog.js";
+import { DialogLayer } from "../../src/sip/dialog-layer.js";
 import type { SipEndpoint } from "../../src/sip/endpoint.js";
 import { createAnswer, createOffer } from "../../src/sip/sdp.js";
 import { ManualScheduler } from "../support/scheduler.js";
