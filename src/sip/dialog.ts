@@ -8,22 +8,11 @@
  * remote target are kept as §12 says. Dialogs know nothing of calls.
  */
 import type { Timer } from "../telephony/scheduler.js";
-import { authorize, type Credentials } from "./authorize.js";
-import { type RequestHandler, randomToken, type SipEndpoint } from "./endpoint.js";
-import {
-  callIdOf,
-  cseqOf,
-  fromOf,
-  SipHeaders,
-  type SipRequest,
-  type SipResponse,
-  serialize,
-  tagOf,
-  toOf,
-} from "./message.js";
+import type { DialogLayer } from "./dialog-layer.js";
+import { cseqOf, SipHeaders, type SipRequest, type SipResponse, serialize } from "./message.js";
 import type { ServerTransaction } from "./transaction.js";
 import type { Peer, TransportName } from "./transport.js";
-import { parseNameAddr, parseUri, type SipUri } from "./uri.js";
+import { parseNameAddr, type SipUri } from "./uri.js";
 
 export type DialogState = "confirmed" | "terminated";
 
@@ -46,6 +35,10 @@ export class Dialog {
   remoteTarget: SipUri;
   private ack: { seq: number; data: Buffer; to: Peer } | undefined;
   private awaitingAck: { seq: number; timers: Timer[] } | undefined;
+  /** Our re-INVITE still waiting for its final response (glare: the peer's gets 491). */
+  private outgoingInvite = false;
+  /** The peer's re-INVITE still being answered (another one gets 500, RFC 3261 §14.2). */
+  private incomingInvite: ServerTransaction | undefined;
 
   constructor(
     private readonly layer: DialogLayer,
@@ -121,7 +114,12 @@ export class Dialog {
     options: { headers?: Array<[string, string]>; body?: Buffer } = {},
   ): Promise<SipResponse> {
     const request = this.createRequest(method, options);
-    return this.layer.send(request, this.nextHop(), this);
+    const done = this.layer.send(request, this.nextHop(), this);
+    if (method !== "INVITE") return done;
+    this.outgoingInvite = true;
+    return done.finally(() => {
+      this.outgoingInvite = false;
+    });
   }
 
   bye(): Promise<SipResponse> {
@@ -140,6 +138,7 @@ export class Dialog {
 
   /** Answers an INVITE (initial or re-INVITE) 2xx and retransmits it until the ACK (§13.3.1.4). */
   answer(tx: ServerTransaction, options: { headers?: Array<[string, string]>; body?: Buffer } = {}): void {
+    if (tx.answered) return; // Cancelled (487) or answered meanwhile: nothing to retransmit.
     const headers: Array<[string, string]> = [["Contact", this.layer.contact(this.peer.transport)]];
     for (const rr of tx.request.headers.getAll("Record-Route")) headers.push(["Record-Route", rr]);
     if (options.body !== undefined) headers.push(["Content-Type", "application/sdp"]);
@@ -204,6 +203,21 @@ export class Dialog {
       return;
     }
     this.remoteSeq = seq;
+    if (request.method === "INVITE") {
+      if (this.outgoingInvite) {
+        tx.respond(tx.reply(491));
+        return;
+      }
+      if (this.incomingInvite !== undefined && !this.incomingInvite.answered) {
+        tx.respond(
+          tx.reply(500, "Previous INVITE Still Pending", [
+            ["Retry-After", String(1 + Math.floor(Math.random() * 10))],
+          ]),
+        );
+        return;
+      }
+      this.incomingInvite = tx;
+    }
     const contact = request.headers.get("Contact");
     if (
       (request.method === "INVITE" || request.method === "UPDATE") &&
@@ -238,187 +252,6 @@ export class Dialog {
   }
 }
 
-function dialogId(callId: string, localTag: string, remoteTag: string): string {
+export function dialogId(callId: string, localTag: string, remoteTag: string): string {
   return `${callId}|${localTag}|${remoteTag}`;
-}
-
-/** The dialogs of an endpoint: creates them from INVITEs and routes in-dialog requests and ACKs to them. */
-export class DialogLayer {
-  private readonly dialogs = new Map<string, Dialog>();
-
-  constructor(
-    readonly endpoint: SipEndpoint,
-    readonly user: DialogUser = {},
-    /** The user part of our Contact. */
-    private readonly contactUser = "switchboard",
-  ) {
-    const inDialog: RequestHandler = (tx) => {
-      const r = tx.request;
-      const dialog = this.dialogs.get(dialogId(callIdOf(r), tagOf(toOf(r)) ?? "", tagOf(fromOf(r)) ?? ""));
-      if (dialog === undefined) tx.respond(tx.reply(481));
-      else dialog.receive(tx);
-    };
-    endpoint.onInDialogRequest(inDialog);
-    endpoint.onAck((ack) => {
-      this.dialogs.get(dialogId(callIdOf(ack), tagOf(toOf(ack)) ?? "", tagOf(fromOf(ack)) ?? ""))?.acked(ack);
-    });
-    endpoint.onStrayResponse((response) => {
-      if (response.status < 200 || response.status >= 300 || cseqOf(response).method !== "INVITE") return;
-      this.dialogs
-        .get(dialogId(callIdOf(response), tagOf(fromOf(response)) ?? "", tagOf(toOf(response)) ?? ""))
-        ?.acknowledge(response);
-    });
-  }
-
-  get size(): number {
-    return this.dialogs.size;
-  }
-
-  get(id: string): Dialog | undefined {
-    return this.dialogs.get(id);
-  }
-
-  contact(transport: TransportName): string {
-    const { host, port } = this.endpoint.sentBy(transport);
-    const param = transport === "UDP" ? "" : `;transport=${transport.toLowerCase()}`;
-    return `<sip:${this.contactUser}@${host}:${port}${param}>`;
-  }
-
-  via(transport: TransportName): string {
-    const { host, port } = this.endpoint.sentBy(transport);
-    return `SIP/2.0/${transport} ${host}:${port};branch=z9hG4bK${randomToken()};rport`;
-  }
-
-  forget(dialog: Dialog): void {
-    if (this.dialogs.get(dialog.id) === dialog) this.dialogs.delete(dialog.id);
-  }
-
-  /** UAS: the dialog an INVITE creates (its To tag is the transaction's), answered 2xx with `body`. */
-  accept(
-    tx: ServerTransaction,
-    source: Peer,
-    options: { headers?: Array<[string, string]>; body?: Buffer } = {},
-  ): Dialog {
-    const r = tx.request;
-    const from = fromOf(r);
-    const contact = r.headers.get("Contact");
-    const target =
-      contact === undefined || contact === "*" ? from.uri : parseNameAddr(contact, "Contact").uri;
-    const dialog = new Dialog(
-      this,
-      "UAS",
-      callIdOf(r),
-      tx.toTag,
-      tagOf(from) ?? "",
-      `${r.headers.get("To")};tag=${tx.toTag}`,
-      r.headers.get("From") ?? "",
-      target,
-      r.headers.getAll("Record-Route"),
-      Math.floor(Math.random() * 10_000),
-      source,
-    );
-    dialog.remoteSeq = cseqOf(r).seq;
-    this.dialogs.set(dialog.id, dialog);
-    dialog.answer(tx, options);
-    return dialog;
-  }
-
-  /**
-   * UAC: sends an INVITE to `uri` via `destination`. Resolves with the final
-   * response and, on 2xx, the confirmed (and ACKed) dialog.
-   */
-  async invite(
-    uri: string,
-    destination: Peer,
-    options: {
-      from: string;
-      to?: string;
-      headers?: Array<[string, string]>;
-      body?: Buffer;
-      /** Answer one 401/407 challenge with these (outbound trunks). */
-      credentials?: Credentials;
-    },
-  ): Promise<{ response: SipResponse; dialog: Dialog | undefined }> {
-    const headers = new SipHeaders([
-      ["From", `${options.from};tag=${randomToken()}`],
-      ["To", options.to ?? `<${uri}>`],
-      ["Call-ID", `${randomToken(12)}@${this.endpoint.sentBy(destination.transport).host}`],
-      ["CSeq", "1 INVITE"],
-      ["Contact", this.contact(destination.transport)],
-    ]);
-    if (options.body !== undefined) headers.add("Content-Type", "application/sdp");
-    for (const [n, v] of options.headers ?? []) headers.add(n, v);
-    const request: SipRequest = {
-      kind: "request",
-      method: "INVITE",
-      uri: parseUri(uri),
-      headers,
-      body: options.body ?? Buffer.alloc(0),
-    };
-    let response = await this.send(request, destination, undefined);
-    const retry =
-      options.credentials === undefined ? undefined : authorize(request, response, options.credentials);
-    if (retry !== undefined) response = await this.send(retry, destination, undefined);
-    return {
-      response,
-      dialog: this.dialogs.get(
-        dialogId(callIdOf(response), tagOf(fromOf(response)) ?? "", tagOf(toOf(response)) ?? ""),
-      ),
-    };
-  }
-
-  /** Sends a request through a client transaction; a 2xx to INVITE creates (initial) or updates the dialog and is ACKed. */
-  send(request: SipRequest, destination: Peer, dialog: Dialog | undefined): Promise<SipResponse> {
-    return new Promise((resolve) => {
-      let settled = false;
-      this.endpoint.sendRequest(request, destination, {
-        response: (response) => {
-          if (response.status >= 200 && response.status < 300 && request.method === "INVITE") {
-            (dialog ?? this.uacDialog(request, response, destination)).acknowledge(response);
-          }
-          if (response.status >= 200 && !settled) {
-            settled = true;
-            resolve(response);
-          }
-        },
-        timeout: () => {
-          if (settled) return;
-          settled = true;
-          resolve({
-            kind: "response",
-            status: 408,
-            reason: "Request Timeout",
-            headers: request.headers.clone(),
-            body: Buffer.alloc(0),
-          });
-        },
-      });
-    });
-  }
-
-  private uacDialog(invite: SipRequest, response: SipResponse, destination: Peer): Dialog {
-    const from = fromOf(response);
-    const to = toOf(response);
-    const id = dialogId(callIdOf(response), tagOf(from) ?? "", tagOf(to) ?? "");
-    const existing = this.dialogs.get(id);
-    if (existing !== undefined) return existing;
-    const contact = response.headers.get("Contact");
-    const target =
-      contact === undefined || contact === "*" ? invite.uri : parseNameAddr(contact, "Contact").uri;
-    const dialog = new Dialog(
-      this,
-      "UAC",
-      callIdOf(response),
-      tagOf(from) ?? "",
-      tagOf(to) ?? "",
-      invite.headers.get("From") ?? "",
-      response.headers.get("To") ?? "",
-      target,
-      response.headers.getAll("Record-Route").reverse(),
-      cseqOf(invite).seq,
-      destination,
-    );
-    this.dialogs.set(id, dialog);
-    return dialog;
-  }
 }

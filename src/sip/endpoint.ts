@@ -302,14 +302,18 @@ export class SipEndpoint {
   }
 
   private createServer(request: SipRequest, source: Peer, key: string): ServerTransaction {
-    const target = this.responseTarget(topVia(request), source);
-    const tx = new ServerTransaction(
-      request,
-      this.channel(target),
-      this.scheduler,
-      this.timers,
-      randomToken(),
-    );
+    const via = topVia(request);
+    let channel = this.channel(this.responseTarget(via, source));
+    if (source.transport !== "UDP") {
+      // §18.2.2: responses go back on the request's connection; once it is gone, to the
+      // address it came from (received) and the port of the Via's sent-by.
+      const fallback: Peer = { ...source, port: via.port ?? (source.transport === "TLS" ? 5061 : 5060) };
+      channel = {
+        send: (data) => this.transport.send(this.transport.connected(source) ? source : fallback, data),
+        reliable: true,
+      };
+    }
+    const tx = new ServerTransaction(request, channel, this.scheduler, this.timers, randomToken());
     this.servers.set(key, tx);
     tx.onTerminated(() => {
       if (this.servers.get(key) === tx) this.servers.delete(key);

@@ -189,6 +189,12 @@ export class SipTransport {
     socket.write(data);
   }
 
+  /** Whether a stream connection to (or from) this peer is open. */
+  connected(peer: Peer): boolean {
+    const socket = this.connections.get(key(peer));
+    return socket !== undefined && !socket.destroyed;
+  }
+
   /** Whether a peer can be reached on this transport. */
   has(transport: TransportName): boolean {
     return transport === "UDP" ? this.udp !== undefined : this.servers.has(transport);

@@ -6,7 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Dialog, DialogLayer } from "../../src/sip/dialog.js";
+import type { Dialog } from "../../src/sip/dialog.js";
+import { DialogLayer } from "../../src/sip/dialog-layer.js";
 import type { SipEndpoint } from "../../src/sip/endpoint.js";
 import { createAnswer, createOffer } from "../../src/sip/sdp.js";
 import { ManualScheduler } from "../support/scheduler.js";
@@ -152,6 +153,25 @@ describe("UAS dialogs", () => {
     expect(ended).toEqual(["no-ack"]);
   });
 
+  it("does not answer an INVITE a CANCEL already ended (accept returns no dialog)", async () => {
+    const { endpoint, ua, layer } = await setup();
+    let pending: import("../../src/sip/transaction.js").ServerTransaction | undefined;
+    endpoint.onInvite((tx) => {
+      pending = tx;
+      tx.respond(tx.reply(180));
+    });
+    const peer = uaDialog(ua, endpoint);
+    const branch = peer.send("INVITE", { body: offerSdp() });
+    await ua.inbox.next((m) => m.status === 180);
+    peer.send("CANCEL", { seq: 1, branch });
+    expect((await ua.inbox.next((m) => m.status === 487)).header("CSeq")).toBe("1 INVITE");
+    expect(layer.accept(pending!, { transport: "UDP", address: "127.0.0.1", port: ua.port })).toBeUndefined();
+    expect(
+      (await ua.inbox.quiet(200)).filter((m) => m.status === 200 && m.header("CSeq") === "1 INVITE"),
+    ).toEqual([]);
+    expect(layer.size).toBe(0);
+  });
+
   it("answers 481 to a request for no dialog and 500 to a CSeq that went backwards", async () => {
     const { endpoint, ua, layer } = await setup();
     endpoint.onRequest("INVITE", (tx, source) => {
@@ -234,6 +254,47 @@ describe("UAC dialogs", () => {
     respond(ua, endpoint, byeReq, "200 OK");
     expect((await bye).status).toBe(200);
     expect(layer.size).toBe(0);
+  });
+
+  it("answers 491 to the peer's re-INVITE while ours is pending (glare)", async () => {
+    const { endpoint, ua, layer } = await setup();
+    const pending = layer.invite(
+      `sip:bob@127.0.0.1:${ua.port}`,
+      { transport: "UDP", address: "127.0.0.1", port: ua.port },
+      {
+        from: "<sip:switchboard@example.com>",
+      },
+    );
+    const invite = await ua.inbox.next((m) => m.method === "INVITE");
+    respond(ua, endpoint, invite, "200 OK");
+    await ua.inbox.next((m) => m.method === "ACK");
+    const { dialog } = await pending;
+    const ours = dialog!.reinvite(createOffer({ ...media, sessionVersion: 2 }));
+    const re = await ua.inbox.next((m) => m.method === "INVITE");
+    // The peer's own re-INVITE crosses ours: From/To swapped, its own CSeq.
+    ua.send(
+      `INVITE sip:switchboard@127.0.0.1:${udpPort(endpoint)} SIP/2.0
+Via: SIP/2.0/UDP 127.0.0.1:${ua.port};branch=z9hG4bKglare1;rport
+Max-Forwards: 70
+From: ${re.header("To")}
+To: ${re.header("From")}
+Call-ID: ${re.header("Call-ID")}
+CSeq: 1 INVITE
+Contact: <sip:bob@127.0.0.1:${ua.port}>
+Content-Length: 0
+
+`,
+      udpPort(endpoint),
+    );
+    expect(
+      (
+        await ua.inbox.next(
+          (m) => m.status !== undefined && m.header("CSeq") === "1 INVITE" && m.status >= 200,
+        )
+      ).status,
+    ).toBe(491);
+    respond(ua, endpoint, re, "200 OK");
+    expect((await ours).status).toBe(200);
   });
 
   it("resolves with the final failure and no dialog", async () => {

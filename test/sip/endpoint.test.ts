@@ -5,6 +5,7 @@
  * OPTIONS, unknown methods, Require, scanners, and bind failures.
  */
 import dgram from "node:dgram";
+import net from "node:net";
 import tls from "node:tls";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
@@ -166,6 +167,38 @@ describe("SipEndpoint", () => {
     const r = await tcp.inbox.next();
     expect(r.status).toBe(413);
     expect(r.header("CSeq")).toBe("7 OPTIONS");
+  });
+
+  it("answers on a new TCP connection to the Via's sent-by when the request's connection is gone", async () => {
+    const { endpoint } = await setup();
+    let pending: import("../../src/sip/transaction.js").ServerTransaction | undefined;
+    endpoint.onRequest("MESSAGE", (tx) => {
+      pending = tx;
+    });
+    const received: string[] = [];
+    const sockets: net.Socket[] = [];
+    const listener = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.on("data", (d: Buffer) => received.push(d.toString()));
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", () => resolve()));
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => listener.close(() => resolve()));
+    });
+    const listenPort = (listener.address() as net.AddressInfo).port;
+    const tcp = await TcpUa.connect(tcpPort(endpoint));
+    const from = { transport: "TCP" as const, address: "127.0.0.1", port: tcp.port };
+    tcp.send(options(endpoint, `SIP/2.0/TCP 127.0.0.1:${listenPort}`, "", "MESSAGE"));
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 250 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
+    };
+    await until(() => pending !== undefined);
+    tcp.close();
+    await until(() => !endpoint.transport.connected(from));
+    pending!.respond(pending!.reply(202));
+    await until(() => received.join("").includes("\r\n\r\n"));
+    expect(received.join("")).toMatch(/^SIP\/2\.0 202 Accepted\r\n/);
   });
 
   it("answers 400 to a TCP message without Content-Length, and keep-alive pings get a pong", async () => {
