@@ -27,6 +27,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type Database, openEmbedded } from "../../src/db/client.js";
 import { resultRows } from "../../src/numbering/rows.js";
+import { ensureBuilt } from "../support/build.js";
 import { launch, type Proc } from "../support/process.js";
 
 const root = mkdtempSync(join(tmpdir(), "sb-first-start-"));
@@ -177,6 +178,38 @@ describe("a first start interrupted while it makes the embedded data directory",
       expect(await rows(database, sql`select note from marker`)).toEqual([{ note: "from the template" }]);
     } finally {
       await database.close();
+    }
+  }, 300_000);
+});
+
+describe("the compiled service (dist/server.js) stopped at once on its first start", () => {
+  beforeAll(ensureBuilt, 600_000);
+
+  it("exits 0 on a SIGTERM as it makes its data directory, and the next start opens a working database", async () => {
+    const dataDir = join(root, "compiled");
+    const env = { DATA_DIR: dataDir, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "info" };
+    const p = launch(process.execPath, ["dist/server.js"], env);
+    // As soon as its thread has begun to make the data directory (the signal
+    // handlers are installed before it starts; a signal before any of the
+    // service's code runs ends the process by Node's default, with nothing made).
+    const begun = () =>
+      existsSync(dataDir) &&
+      readdirSync(dataDir).some((e) => e.startsWith("pgdata.creating-") || e === "pgdata");
+    for (let i = 0; i < 6000 && !begun(); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(begun()).toBe(true);
+    p.child.kill("SIGTERM");
+    expect(await p.exited, p.output()).toBe(0);
+    const next = launch(process.execPath, ["dist/server.js"], env);
+    try {
+      for (let i = 0; i < 2400 && !next.output().includes('"switchboard listening"'); i++) {
+        if (next.child.exitCode !== null) throw new Error(`the next start exited:\n${next.output()}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(next.output()).toContain('"switchboard listening"');
+      expect(readdirSync(dataDir).filter((e) => e.startsWith("pgdata."))).toEqual([]);
+    } finally {
+      next.child.kill("SIGTERM");
+      await next.exited;
     }
   }, 300_000);
 });
