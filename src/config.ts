@@ -4,7 +4,7 @@
  */
 import { resolve } from "node:path";
 import type { DatabaseTimeouts } from "./db/client.js";
-import { databaseUrlFrom, dataDirFrom } from "./db/location.js";
+import { databaseUrlFrom, dataDirFrom, embeddedDurableFrom } from "./db/location.js";
 import { DEFAULT_LOG_BUFFER_BYTES } from "./log.js";
 import { loadMessageRates, type MessageRates } from "./messaging/messages/rates.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
@@ -49,6 +49,12 @@ export interface Config {
   databaseTimeouts: DatabaseTimeouts;
   /** Where the embedded database and other local state live. */
   dataDir: string;
+  /**
+   * EMBEDDED_DATABASE_DURABLE: the embedded database flushes each commit's
+   * WAL to disk before it acknowledges it (default true); false: commits
+   * reach the operating system's cache only (a machine crash may lose them).
+   */
+  embeddedDatabaseDurable: boolean;
   /** TLS certificate and key (PEM files); both or neither. */
   tls: { certFile: string; keyFile: string } | undefined;
   /** Browser origins allowed by CORS; `*` allows any. */
@@ -540,6 +546,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     databaseTimeouts: databaseTimeouts(env),
     dataDir,
+    embeddedDatabaseDurable: embeddedDurable(env),
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS, ["*"]),
     logLevel,
@@ -576,6 +583,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tracing: loadTracingConfig(env),
     oauth: oauth(env),
   };
+}
+
+function embeddedDurable(env: NodeJS.ProcessEnv): boolean {
+  try {
+    return embeddedDurableFrom(env);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
 }
 
 function callRates(env: NodeJS.ProcessEnv): CallRates {

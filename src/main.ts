@@ -7,14 +7,16 @@
 import { pathToFileURL } from "node:url";
 import { firstStartHint } from "./auth/operator-token.js";
 import { loadConfig } from "./config.js";
-import { createLogger } from "./log.js";
+import { EmbeddedDatabaseError, startedPgliteThread } from "./db/pglite-thread.js";
+import type { EarlySignals } from "./early-signals.js";
+import { createLogger, type Logger } from "./log.js";
 import { exitOnUncaught } from "./process-errors.js";
 import { type App, build } from "./server.js";
 
 /** How long a stop may take before the process exits anyway. */
 const STOP_TIMEOUT_MS = 30_000;
 
-async function main(): Promise<void> {
+async function main(early?: EarlySignals): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, { bufferBytes: config.logBufferBytes });
   exitOnUncaught(log);
@@ -37,7 +39,9 @@ async function main(): Promise<void> {
       log.error({ timeoutMs: STOP_TIMEOUT_MS }, "stop timed out; exiting");
       process.exit(1);
     }, STOP_TIMEOUT_MS).unref();
-    void (app?.close() ?? Promise.resolve()).then(
+    // Before the app is built, the embedded database's thread src/start.ts
+    // started (a first start perhaps still making its data directory).
+    void (app?.close() ?? startedPgliteThread()?.close() ?? Promise.resolve()).then(
       () => {
         log.info("switchboard stopped");
         process.exit(0);
@@ -50,8 +54,18 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  // A signal caught before these handlers were installed (src/start.ts).
+  const earlySignal = early?.release();
+  if (earlySignal !== undefined) stop(earlySignal);
+  if (stopping) return;
 
-  app = await build({ config, log });
+  try {
+    app = await build({ config, log });
+  } catch (err) {
+    // A stop closed the database under a start in progress: the stop exits.
+    if (stopping) return;
+    startFailed(log, err);
+  }
   if (stopping) {
     // A signal arrived while starting: close what build() opened.
     await app.close();
@@ -79,9 +93,24 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * A start that failed once the log exists: the reason as a JSON line (with
+ * what was found and what to do, when it is the embedded database's data
+ * directory), then exit 1.
+ */
+function startFailed(log: Logger, err: unknown): never {
+  if (err instanceof EmbeddedDatabaseError && err.problem !== undefined) {
+    const { dataDir, found, remedy } = err.problem;
+    log.fatal({ dataDir, found, remedy }, "the embedded database's data directory cannot be opened");
+  } else {
+    log.fatal({ err }, "switchboard did not start");
+  }
+  process.exit(1);
+}
+
 /** Runs the service as a process (main()), exiting 1 with the reason when it cannot start. */
-export function runMain(): void {
-  main().catch((err) => {
+export function runMain(early?: EarlySignals): void {
+  main(early).catch((err) => {
     console.error(err instanceof Error ? err.message : err);
     process.exit(1);
   });

@@ -150,7 +150,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   if (db === undefined) {
     const where =
       config.databaseUrl === undefined
-        ? { database: "pglite", dataDir: config.dataDir }
+        ? { database: "pglite", dataDir: config.dataDir, durable: config.embeddedDatabaseDurable }
         : { database: "postgres", host: databaseHost(config.databaseUrl) };
     const started = performance.now();
     owned = await openDatabase(config);
@@ -162,6 +162,9 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       },
       "database opened",
     );
+    if (owned.removed !== undefined) {
+      log.warn({ removed: owned.removed }, "removed what an interrupted first start had left");
+    }
     db = owned.db;
   }
   try {

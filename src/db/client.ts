@@ -46,6 +46,8 @@ export interface Database {
   close(): Promise<void>;
   /** The embedded database's data directory, when this open created it: from the build's template, or by initdb. */
   created?: "template" | "initdb";
+  /** The embedded database: what interrupted first starts had left, removed by this open. */
+  removed?: string[];
 }
 
 /** Where drizzle-kit writes migrations (`npm run db:generate`); shipped with the sources. */
@@ -71,9 +73,14 @@ export interface DatabaseTimeouts {
 
 /** Opens the database `config` names. Does not migrate: call `migrate()`. */
 export async function openDatabase(
-  config: Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "databaseTimeouts">>,
+  config: Pick<Config, "databaseUrl" | "dataDir"> &
+    Partial<Pick<Config, "databaseTimeouts" | "embeddedDatabaseDurable">>,
 ): Promise<Database> {
-  if (config.databaseUrl === undefined) return openEmbedded(embeddedDataDir(config.dataDir));
+  if (config.databaseUrl === undefined) {
+    return openEmbedded(embeddedDataDir(config.dataDir), embeddedTemplateDir(), {
+      durable: config.embeddedDatabaseDurable ?? true,
+    });
+  }
   return openPostgres(config.databaseUrl, config.databaseTimeouts);
 }
 
@@ -81,14 +88,22 @@ export async function openDatabase(
  * The embedded database: PGlite in a worker thread (src/db/pglite-thread.ts;
  * the one started ahead of the imports when there is one), driven through
  * the same `postgres` client as a server, over one connection (PGlite has a
- * single session). A first start copies the build's template into the empty
- * data directory rather than running initdb.
+ * single session). A first start copies the build's template into a new
+ * data directory rather than running initdb (src/db/embedded-data-dir.ts).
+ * `durable` (default true): commits are on disk before they are acknowledged.
  */
-export async function openEmbedded(dataDir: string, template = embeddedTemplateDir()): Promise<Database> {
-  const thread = adoptPgliteThread(dataDir) ?? startPgliteThread(dataDir, template);
+export async function openEmbedded(
+  dataDir: string,
+  template = embeddedTemplateDir(),
+  embedded: { durable?: boolean } = {},
+): Promise<Database> {
+  // The thread src/start.ts started read EMBEDDED_DATABASE_DURABLE as config.ts does.
+  const thread =
+    adoptPgliteThread(dataDir) ?? startPgliteThread(dataDir, template, { durable: embedded.durable ?? true });
   let created: "template" | "initdb" | undefined;
+  let removed: string[];
   try {
-    ({ created } = await thread.ready);
+    ({ created, removed } = await thread.ready);
   } catch (err) {
     await thread.close();
     throw err;
@@ -116,6 +131,7 @@ export async function openEmbedded(dataDir: string, template = embeddedTemplateD
     },
   };
   if (created !== undefined) database.created = created;
+  if (removed.length > 0) database.removed = removed;
   return database;
 }
 

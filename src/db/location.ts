@@ -20,3 +20,16 @@ export function dataDirFrom(env: NodeJS.ProcessEnv): string {
 export function embeddedDataDir(dataDir: string): string {
   return join(dataDir, "pgdata");
 }
+
+/**
+ * EMBEDDED_DATABASE_DURABLE: whether the embedded database's commits are on
+ * disk before they are acknowledged. Default true; `false` (or `0`) trades
+ * that for speed where the data does not matter (tests, demos). Throws on
+ * anything else (config.ts reports it as a ConfigError).
+ */
+export function embeddedDurableFrom(env: NodeJS.ProcessEnv): boolean {
+  const raw = env.EMBEDDED_DATABASE_DURABLE;
+  if (raw === undefined || raw === "" || raw === "true" || raw === "1") return true;
+  if (raw === "false" || raw === "0") return false;
+  throw new Error(`EMBEDDED_DATABASE_DURABLE must be true or false, got ${JSON.stringify(raw)}`);
+}

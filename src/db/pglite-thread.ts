@@ -15,12 +15,44 @@ import { Duplex } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { Worker } from "node:worker_threads";
+import type { DataDirProblem } from "./embedded-data-dir.js";
 import type { FromWorker, PgliteWorkerData, ToWorker } from "./pglite-worker.js";
+import { OTHER_SYNCS, WAL_SYNCS } from "./syncing-nodefs.js";
+
+/** How the database opened: how its data directory was made, when this start made it. */
+export interface Opened {
+  created?: "template" | "initdb";
+  /** Leftovers of interrupted first starts that this start removed. */
+  removed: string[];
+}
+
+export interface PgliteThreadOptions {
+  /** A commit is on disk before it is acknowledged (EMBEDDED_DATABASE_DURABLE); default true. */
+  durable?: boolean;
+  /** Tests only: where a first start stops (PgliteWorkerData.pauseAt), and what is told when it has. */
+  pauseAt?: number | "complete";
+  onPaused?: () => void;
+}
+
+/** The embedded database did not open; `problem`, when it is its data directory's, says what to do. */
+export class EmbeddedDatabaseError extends Error {
+  override name = "EmbeddedDatabaseError";
+  constructor(
+    message: string,
+    readonly problem?: DataDirProblem,
+  ) {
+    super(message);
+  }
+}
 
 export interface PgliteThread {
   readonly dataDir: string;
+  /** Whether commits are flushed to disk before they are acknowledged. */
+  readonly durable: boolean;
   /** Resolves once the database is open: with how its data directory was made, when this start made it. */
-  readonly ready: Promise<{ created?: "template" | "initdb" }>;
+  readonly ready: Promise<Opened>;
+  /** The flushes (fsync) the database has made so far: of WAL segments, and of other files. */
+  syncs(): { wal: number; other: number };
   /** A new client connection (for the `postgres` client's `socket` option). */
   connect(): Duplex;
   /** Closes the database (after queued work) and ends the thread. */
@@ -68,22 +100,45 @@ function limitWasmTierUp(): void {
 
 let started: PgliteThread | undefined;
 
-/** Starts PGlite on `dataDir` in a worker thread; `template` is copied into an empty data directory first. */
-export function startPgliteThread(dataDir: string, template?: string): PgliteThread {
-  const worker = spawnWorker(template === undefined ? { dataDir } : { dataDir, template });
+/** Starts PGlite on `dataDir` in a worker thread; `template` is copied into a new data directory first. */
+export function startPgliteThread(
+  dataDir: string,
+  template?: string,
+  options: PgliteThreadOptions = {},
+): PgliteThread {
+  const durable = options.durable ?? true;
+  const counters = new Int32Array(new SharedArrayBuffer(8));
+  const data: PgliteWorkerData = { dataDir, durable, syncs: counters };
+  if (template !== undefined) data.template = template;
+  if (options.pauseAt !== undefined) data.pauseAt = options.pauseAt;
+  const worker = spawnWorker(data);
   const sockets = new Map<number, Duplex>();
   let nextConn = 1;
   let closing: Promise<void> | undefined;
   let exited = false;
+  let opened = false;
 
-  const ready = new Promise<{ created?: "template" | "initdb" }>((resolve, reject) => {
+  const ready = new Promise<Opened>((resolve, reject) => {
     worker.on("message", (message: FromWorker) => {
       switch (message.type) {
         case "ready":
-          resolve(message.created === undefined ? {} : { created: message.created });
+          opened = true;
+          resolve(
+            message.created === undefined
+              ? { removed: message.removed }
+              : { created: message.created, removed: message.removed },
+          );
           break;
         case "failed":
-          reject(new Error(`the embedded database did not open: ${message.message}`));
+          reject(
+            new EmbeddedDatabaseError(
+              `the embedded database did not open: ${message.message}`,
+              message.problem,
+            ),
+          );
+          break;
+        case "paused":
+          options.onPaused?.();
           break;
         case "data":
           sockets
@@ -115,7 +170,9 @@ export function startPgliteThread(dataDir: string, template?: string): PgliteThr
 
   const thread: PgliteThread = {
     dataDir,
+    durable,
     ready,
+    syncs: () => ({ wal: Atomics.load(counters, WAL_SYNCS), other: Atomics.load(counters, OTHER_SYNCS) }),
     connect() {
       const conn = nextConn++;
       // PGlite has one session: a second connection at once would interleave
@@ -165,7 +222,12 @@ export function startPgliteThread(dataDir: string, template?: string): PgliteThr
     },
     close() {
       closing ??= (async () => {
-        if (!exited) {
+        if (!exited && !opened) {
+          // Still opening (a first start still making its data directory,
+          // perhaps): ended at once. What it leaves is either a complete data
+          // directory or a leftover the next start removes (embedded-data-dir.ts).
+          await worker.terminate();
+        } else if (!exited) {
           const closed = new Promise<void>((resolve) => {
             const onMessage = (message: FromWorker) => {
               if (message.type === "closed") {
@@ -187,6 +249,11 @@ export function startPgliteThread(dataDir: string, template?: string): PgliteThr
   };
   started = thread;
   return thread;
+}
+
+/** The thread started last and not closed yet, if any (a stop that comes before the service is built closes it). */
+export function startedPgliteThread(): PgliteThread | undefined {
+  return started;
 }
 
 /** The thread started for `dataDir` ahead of the rest of the service, if any (taken once). */

@@ -18,22 +18,46 @@
  * opens one connection at a time (a pool of one), as PGlite's own client
  * would.
  */
-import { cpSync, existsSync, readdirSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { PGlite } from "@electric-sql/pglite";
+import {
+  checkDataDir,
+  createDataDir,
+  type DataDirProblem,
+  dataDirVersion,
+  isNew,
+  remedyFor,
+  removeInterruptedCreations,
+} from "./embedded-data-dir.js";
+import { SyncingNodeFS } from "./syncing-nodefs.js";
 
 export interface PgliteWorkerData {
   /** The PostgreSQL data directory. */
   dataDir: string;
   /** A data directory to copy into an empty `dataDir` first (the build's template). */
   template?: string;
+  /**
+   * Whether a commit is on disk before it is acknowledged (EMBEDDED_DATABASE_DURABLE):
+   * PostgreSQL's fsync on, through a filesystem whose fsync reaches the disk.
+   */
+  durable: boolean;
+  /** Two Int32 slots of shared memory where the flushes are counted (src/db/syncing-nodefs.ts). */
+  syncs: Int32Array;
+  /**
+   * Tests only: stop a first start after this many files of the template are
+   * copied, or once the new directory is complete but not yet renamed into
+   * place ("complete"), posting `{ type: "paused" }`; the thread then waits
+   * for ever (a test kills or stops the process there).
+   */
+  pauseAt?: number | "complete";
 }
 
 export type ToWorker = { type: "data"; conn: number; bytes: Uint8Array } | { type: "close" };
 export type FromWorker =
-  | { type: "ready"; created?: "template" | "initdb" }
-  | { type: "failed"; message: string }
+  | { type: "ready"; created?: "template" | "initdb"; removed: string[] }
+  | { type: "failed"; message: string; problem?: DataDirProblem }
+  | { type: "paused" }
   | { type: "data"; conn: number; bytes: Uint8Array }
   | { type: "error"; conn: number; message: string }
   | { type: "closed" };
@@ -45,11 +69,12 @@ const port = parentPort;
 if (port === null) throw new Error("pglite-worker runs as a worker thread");
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
-const { dataDir, template } = workerData as PgliteWorkerData;
+const { dataDir, template, durable, syncs, pauseAt } = workerData as PgliteWorkerData;
 
 /**
  * PostgreSQL settings the embedded database starts with, after PGlite's own
- * (single-user mode, no fsync, no parallel workers). PGlite allocates and
+ * (single-user mode, no parallel workers; its `-F`, fsync off, is replaced by
+ * `durabilitySettings`). PGlite allocates and
  * touches all of shared memory when it opens, so `shared_buffers` is resident
  * from the first second: the data directory's postgresql.conf says 128MB
  * (initdb's default, sized for a server with many sessions), which was most
@@ -66,6 +91,25 @@ export const EMBEDDED_SETTINGS: readonly string[] = [
   "max_wal_senders=0",
   "max_replication_slots=0",
 ];
+
+/**
+ * Durable (EMBEDDED_DATABASE_DURABLE, the default): fsync on, and the WAL
+ * flushed with fsync(), the call src/db/syncing-nodefs.ts makes reach the
+ * disk (fdatasync(), PostgreSQL's default on Linux, does nothing under
+ * Emscripten). synchronous_commit stays on: COMMIT returns once its WAL is
+ * flushed, and so the answer a client gets comes after it. Not durable:
+ * PGlite's own default, fsync off (`-F`): nothing is flushed, a commit is in
+ * the operating system's page cache when it is acknowledged.
+ */
+function durabilitySettings(durable: boolean): string[] {
+  return durable ? ["fsync=on", "wal_sync_method=fsync"] : ["fsync=off"];
+}
+
+/** PGlite's start parameters with the embedded database's settings (its `-F` left out: see durabilitySettings). */
+function startParams(durable: boolean): string[] {
+  const pglite = PGlite.defaultStartParams.filter((p) => p !== "-F");
+  return [...pglite, ...[...EMBEDDED_SETTINGS, ...durabilitySettings(durable)].flatMap((s) => ["-c", s])];
+}
 
 /** Per connection: bytes not yet forming a whole message, and whether the startup message was seen. */
 const connections = new Map<number, { pending: Buffer; started: boolean }>();
@@ -104,20 +148,57 @@ function concat(chunks: Uint8Array[]): Uint8Array {
   return out;
 }
 
-async function open(): Promise<{ db: PGlite; created?: "template" | "initdb" }> {
-  const empty = !existsSync(dataDir) || readdirSync(dataDir).length === 0;
-  let created: "template" | "initdb" | undefined;
-  if (empty && template !== undefined && existsSync(template)) {
-    cpSync(template, dataDir, { recursive: true });
-    created = "template";
-  } else if (empty) {
-    await mkdir(dataDir, { recursive: true });
-    created = "initdb";
+/** A start that cannot open the data directory: reported with what was found and what to do. */
+class DataDirError extends Error {
+  constructor(readonly problem: DataDirProblem) {
+    super(`the embedded database's data directory cannot be opened: ${problem.found}`);
   }
-  const db = await PGlite.create({
-    dataDir,
-    startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((s) => ["-c", s])],
-  });
+}
+
+/** Test hook (pauseAt): tells the main thread, then waits for ever. */
+function pause(): void {
+  post({ type: "paused" });
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+}
+
+const openPglite = (dir: string) =>
+  PGlite.create({ fs: new SyncingNodeFS(dir, syncs), startParams: startParams(durable) });
+
+async function open(): Promise<{ db: PGlite; created?: "template" | "initdb"; removed: string[] }> {
+  const removed = removeInterruptedCreations(dataDir);
+  let created: "template" | "initdb" | undefined;
+  if (isNew(dataDir)) {
+    created = await createDataDir(dataDir, {
+      template: template !== undefined && existsSync(template) ? template : undefined,
+      durable,
+      initdb: async (dir) => {
+        await (await openPglite(dir)).close();
+      },
+      hooks: {
+        onFile: (copied) => {
+          if (copied === pauseAt) pause();
+        },
+        onComplete: () => {
+          if (pauseAt === "complete") pause();
+        },
+      },
+    });
+  } else {
+    const problem = checkDataDir(dataDir);
+    if (problem !== undefined) throw new DataDirError(problem);
+  }
+  let db: PGlite;
+  try {
+    db = await openPglite(dataDir);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const version = dataDirVersion(dataDir);
+    throw new DataDirError({
+      dataDir,
+      found: `PostgreSQL${version === undefined ? "" : ` (the directory is of PostgreSQL ${version})`} could not open it: ${message}`,
+      remedy: remedyFor(dataDir),
+    });
+  }
   // A new backend's first queries load its catalog caches (half a second);
   // here that overlaps the main thread loading the service. This is the
   // query the `postgres` client runs when it connects.
@@ -128,11 +209,11 @@ async function open(): Promise<{ db: PGlite; created?: "template" | "initdb" }> 
   // its first query (seen as the next timer's lateness): let it happen now,
   // still overlapping the service's load, rather than delay the first request.
   await new Promise((resolve) => setTimeout(resolve, 0));
-  return created === undefined ? { db } : { db, created };
+  return created === undefined ? { db, removed } : { db, created, removed };
 }
 
 try {
-  const { db, created } = await open();
+  const { db, created, removed } = await open();
   port.on("message", (message: ToWorker) => {
     if (message.type === "close") {
       queue = queue.then(async () => {
@@ -171,7 +252,12 @@ try {
       }
     });
   });
-  post(created === undefined ? { type: "ready" } : { type: "ready", created });
+  post(created === undefined ? { type: "ready", removed } : { type: "ready", created, removed });
 } catch (err) {
-  post({ type: "failed", message: err instanceof Error ? err.message : String(err) });
+  const message = err instanceof Error ? err.message : String(err);
+  post(
+    err instanceof DataDirError
+      ? { type: "failed", message, problem: err.problem }
+      : { type: "failed", message },
+  );
 }
