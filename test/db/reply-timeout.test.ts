@@ -12,7 +12,7 @@
  * (test/support/pg-proxy.ts).
  */
 import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { transientDatabaseError } from "../../src/db/transient.js";
 import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";

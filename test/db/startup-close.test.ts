@@ -14,7 +14,7 @@
  * connection while the test says so (test/support/pg-proxy.ts).
  */
 import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { transientDatabaseError } from "../../src/db/transient.js";
 import { describePostgres } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";

@@ -17,7 +17,7 @@
  * given event and then closes both connections; a real receiver.
  * PostgreSQL only: the proxy stands between a client and a server's socket.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database, openPostgres } from "../../src/db/client.js";
 import { enqueueWebhook } from "../../src/events/outbox.js";
 import { WebhookEventsRepository } from "../../src/events/repository.js";

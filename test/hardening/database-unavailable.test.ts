@@ -11,7 +11,7 @@
  * Connect, fetch for REST). PostgreSQL only.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { describePostgres } from "../support/db.js";
 import { useProxiedApp } from "../support/proxied-app.js";
 

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database, openPostgres } from "../../src/db/client.js";
 import { calls, idempotencyKeys } from "../../src/db/schema/index.js";
 import { addBlock, numberingClients, provision } from "../numbering/support.js";

@@ -12,7 +12,7 @@
 import { fromJsonString } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { Message_Status, MessageSchema, Messages } from "../../gen/enfonica/messaging/v1/messages_pb.js";
 import { type Database, openPostgres } from "../../src/db/client.js";
 import { type App, build } from "../../src/server.js";

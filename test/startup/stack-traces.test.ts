@@ -24,7 +24,7 @@ describe("source-mapped stack traces of the compiled service", () => {
       [
         "// padding so the bundle's lines differ from the source's",
         "export function thrower(kind: string): never {",
-        "  const why: string = `thrown: ${kind}`;",
+        '  const why: string = "thrown: " + kind;',
         "  throw new Error(why);",
         "}",
         "",

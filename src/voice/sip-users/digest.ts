@@ -1,30 +1,17 @@
 /**
  * Digest credentials of SIP users (RFC 2617 section 3.2.2.2, RFC 8760):
  * `HA1 = H(username ":" realm ":" password)` for MD5 and SHA-256, lowercase
- * hex. These are all the service keeps of a user's password; the SIP core's
- * digest check computes `H(HA1 ":" nonce ":" ...)` from them.
+ * hex, computed by the SIP core (src/sip/digest.ts). These are all the
+ * service keeps of a user's password; the core's digest check computes
+ * `H(HA1 ":" nonce ":" ...)` from them.
  */
-import { createHash } from "node:crypto";
-
-export type DigestAlgorithm = "MD5" | "SHA-256";
+import { digestHa1 } from "../../sip/digest.js";
 
 export interface DigestHashes {
   /** The realm the hashes cover. */
   realm: string;
   ha1Md5: string;
   ha1Sha256: string;
-}
-
-/** `H(username:realm:password)` in lowercase hex; the strings are hashed as UTF-8. */
-export function digestHa1(
-  algorithm: DigestAlgorithm,
-  username: string,
-  realm: string,
-  password: string,
-): string {
-  return createHash(algorithm === "MD5" ? "md5" : "sha256")
-    .update(`${username}:${realm}:${password}`, "utf8")
-    .digest("hex");
 }
 
 /** Both hashes of a user's password for `realm`. */
