@@ -110,10 +110,16 @@ function postgresBackend(adminUrl: string): TestBackend {
   };
 }
 
-/** The backends to run against: PGlite, plus PostgreSQL when TEST_DATABASE_URL is set. */
+/**
+ * The backends to run against: PGlite, plus PostgreSQL when TEST_DATABASE_URL
+ * is set. TEST_BACKENDS=postgres leaves PGlite out (CI's second run, after a
+ * run on PGlite alone: .ci/run).
+ */
 export function testDatabases(): TestBackend[] {
   const url = process.env.TEST_DATABASE_URL;
-  return url ? [pglite, postgresBackend(url)] : [pglite];
+  if (!url) return [pglite];
+  const postgres = postgresBackend(url);
+  return process.env.TEST_BACKENDS === "postgres" ? [postgres] : [pglite, postgres];
 }
 
 /** The PostgreSQL backend (TEST_DATABASE_URL set), or undefined on a machine without one. */
