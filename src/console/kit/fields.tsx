@@ -1,0 +1,110 @@
+/**
+ * Labelled form controls: a text input, a text area or a select inside a
+ * Field, its state in the parent (value and a setter of the new value).
+ */
+import type { InputHTMLAttributes, ReactNode, TextareaHTMLAttributes } from "react";
+import { enumName } from "./format.js";
+import { Field } from "./page.js";
+
+interface Labelled<V> {
+  label: string;
+  id: string;
+  hint?: ReactNode;
+  value: V;
+  onChange: (value: V) => void;
+}
+
+type InputProps = Omit<InputHTMLAttributes<HTMLInputElement>, "id" | "value" | "onChange">;
+type TextAreaProps = Omit<TextareaHTMLAttributes<HTMLTextAreaElement>, "id" | "value" | "onChange">;
+
+/** A text input; the other props (required, inputMode, aria-invalid, ...) go to the input. */
+export function TextField({ label, id, hint, value, onChange, ...input }: Labelled<string> & InputProps) {
+  return (
+    <Field label={label} id={id} hint={hint}>
+      <input id={id} value={value} onChange={(e) => onChange(e.target.value)} {...input} />
+    </Field>
+  );
+}
+
+/** A text area; the other props (rows, aria-describedby, ...) go to the text area. */
+export function TextAreaField({
+  label,
+  id,
+  hint,
+  value,
+  onChange,
+  ...area
+}: Labelled<string> & TextAreaProps) {
+  return (
+    <Field label={label} id={id} hint={hint}>
+      <textarea id={id} value={value} onChange={(e) => onChange(e.target.value)} {...area} />
+    </Field>
+  );
+}
+
+/** A select of strings, each shown as itself; `any` adds a first option "Any" of that value. */
+export function SelectField({
+  options,
+  any,
+  label,
+  id,
+  hint,
+  value,
+  onChange,
+}: Labelled<string> & { options: readonly string[]; any?: string }) {
+  return (
+    <Field label={label} id={id} hint={hint}>
+      <select id={id} value={value} onChange={(e) => onChange(e.target.value)}>
+        {any !== undefined && <option value={any}>Any</option>}
+        {options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </Field>
+  );
+}
+
+/**
+ * A select of enum values, each shown by its name; `any` (the enum's
+ * UNSPECIFIED value, for a filter) adds a first option "Any".
+ */
+export function EnumSelect<V extends number>({
+  enumType,
+  options,
+  any,
+  label,
+  id,
+  hint,
+  value,
+  onChange,
+}: Labelled<V> & { enumType: Record<number | string, string | number>; options: readonly V[]; any?: V }) {
+  return (
+    <Field label={label} id={id} hint={hint}>
+      <select id={id} value={value} onChange={(e) => onChange(Number(e.target.value) as V)}>
+        {any !== undefined && <option value={any}>Any</option>}
+        {options.map((o) => (
+          <option key={o} value={o}>
+            {enumName(enumType, o)}
+          </option>
+        ))}
+      </select>
+    </Field>
+  );
+}
+
+/** A list filter of clauses (`state = COMPLETED`) joined by AND; empty clauses are dropped. */
+export function andFilter(...clauses: string[]): string {
+  return clauses.filter((f) => f !== "").join(" AND ");
+}
+
+/** `field = NAME` for an enum filter, or "" when it is the unspecified value (any). */
+export function enumClause(
+  field: string,
+  enumType: Record<number | string, string | number>,
+  value: number,
+  any: number,
+): string {
+  return value === any ? "" : `${field} = ${enumName(enumType, value)}`;
+}
