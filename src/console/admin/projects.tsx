@@ -55,10 +55,9 @@ export default function ProjectsPage() {
           <TextField
             label="Project ID"
             id="project-id"
-            hint={idInvalid ? "Lower-case letters, digits and dashes; 1 to 30." : undefined}
+            invalid={idInvalid && "Lower-case letters, digits and dashes; 1 to 30."}
             required
             value={projectId}
-            aria-invalid={idInvalid}
             onChange={setProjectId}
           />
           <TextField

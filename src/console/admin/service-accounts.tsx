@@ -55,10 +55,9 @@ export default function ServiceAccountsPage() {
           <TextField
             label="Account ID"
             id="sa-id"
-            hint={idInvalid ? "A letter, then lower-case letters, digits or dashes." : undefined}
+            invalid={idInvalid && "A letter, then lower-case letters, digits or dashes."}
             required
             value={accountId}
-            aria-invalid={idInvalid}
             onChange={setAccountId}
           />
           <BindingFields idPrefix="sa" binding={binding} />

@@ -14,14 +14,34 @@ interface Labelled<V> {
   onChange: (value: V) => void;
 }
 
+interface Checked {
+  /** Whether the value is invalid: false, or what is wrong (shown as the hint); sets aria-invalid. */
+  invalid?: string | false;
+}
+
+/** The hint and aria-invalid of a checked control. */
+function checked(invalid: string | false | undefined, hint: ReactNode) {
+  if (invalid === undefined) return { hint, aria: {} };
+  return { hint: invalid === false ? hint : invalid, aria: { "aria-invalid": invalid !== false } };
+}
+
 type InputProps = Omit<InputHTMLAttributes<HTMLInputElement>, "id" | "value" | "onChange">;
 type TextAreaProps = Omit<TextareaHTMLAttributes<HTMLTextAreaElement>, "id" | "value" | "onChange">;
 
-/** A text input; the other props (required, inputMode, aria-invalid, ...) go to the input. */
-export function TextField({ label, id, hint, value, onChange, ...input }: Labelled<string> & InputProps) {
+/** A text input; the other props (required, inputMode, ...) go to the input. */
+export function TextField({
+  label,
+  id,
+  hint,
+  invalid,
+  value,
+  onChange,
+  ...input
+}: Labelled<string> & Checked & InputProps) {
+  const c = checked(invalid, hint);
   return (
-    <Field label={label} id={id} hint={hint}>
-      <input id={id} value={value} onChange={(e) => onChange(e.target.value)} {...input} />
+    <Field label={label} id={id} hint={c.hint}>
+      <input id={id} value={value} onChange={(e) => onChange(e.target.value)} {...c.aria} {...input} />
     </Field>
   );
 }
@@ -31,13 +51,15 @@ export function TextAreaField({
   label,
   id,
   hint,
+  invalid,
   value,
   onChange,
   ...area
-}: Labelled<string> & TextAreaProps) {
+}: Labelled<string> & Checked & TextAreaProps) {
+  const c = checked(invalid, hint);
   return (
-    <Field label={label} id={id} hint={hint}>
-      <textarea id={id} value={value} onChange={(e) => onChange(e.target.value)} {...area} />
+    <Field label={label} id={id} hint={c.hint}>
+      <textarea id={id} value={value} onChange={(e) => onChange(e.target.value)} {...c.aria} {...area} />
     </Field>
   );
 }

@@ -54,10 +54,9 @@ export function Unsubscribers() {
           <TextField
             label="Add a number"
             id="unsubscriber-add"
-            hint={addedInvalid ? "A number in E.164, e.g. +61491570156." : undefined}
+            invalid={addedInvalid && "A number in E.164, e.g. +61491570156."}
             inputMode="tel"
             value={added}
-            aria-invalid={addedInvalid}
             onChange={setAdded}
           />
           <button type="submit" disabled={create.isPending || added === "" || addedInvalid}>

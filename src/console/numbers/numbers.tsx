@@ -65,9 +65,8 @@ function Instances({ canWrite }: { canWrite: boolean }) {
         <TextField
           label="Number starts with"
           id="instances-prefix"
-          hint={prefixInvalid ? "Digits, optionally after a +." : undefined}
+          invalid={prefixInvalid && "Digits, optionally after a +."}
           value={prefix}
-          aria-invalid={prefixInvalid}
           onChange={setPrefix}
         />
         <div className="check">
@@ -198,10 +197,9 @@ function EditInstance({ instance, onDone }: { instance: PhoneNumberInstance; onD
       <TextAreaField
         label="Labels (key=value per line)"
         id={`${id}-labels`}
-        hint={"error" in parsed ? parsed.error : undefined}
+        invalid={"error" in parsed && parsed.error}
         rows={2}
         value={labels}
-        aria-invalid={"error" in parsed}
         onChange={setLabels}
       />
       <div className="actions">

@@ -62,20 +62,18 @@ export default function InventoryPage() {
           <TextField
             label="First number (E.164)"
             id="block-start"
-            hint={startInvalid ? "E.164, e.g. +61255501000." : undefined}
+            invalid={startInvalid && "E.164, e.g. +61255501000."}
             required
             inputMode="tel"
             value={start}
-            aria-invalid={startInvalid}
             onChange={setStart}
           />
           <TextField
             label="How many"
             id="block-size"
-            hint={sizeInvalid ? "1 to 100000." : undefined}
+            invalid={sizeInvalid && "1 to 100000."}
             inputMode="numeric"
             value={size}
-            aria-invalid={sizeInvalid}
             onChange={setSize}
           />
           <TextField

@@ -59,9 +59,8 @@ function Routes() {
           <TextField
             label="Numbers starting with"
             id="route-prefix"
-            hint={prefixInvalid ? "A + and digits; empty matches every number." : undefined}
+            invalid={prefixInvalid && "A + and digits; empty matches every number."}
             value={prefix}
-            aria-invalid={prefixInvalid}
             onChange={setPrefix}
           />
           <EnumSelect
@@ -75,9 +74,8 @@ function Routes() {
           <TextField
             label="Keys pressed after answering"
             id="route-digits"
-            hint={digitsInvalid ? "Digits, * and #." : undefined}
+            invalid={digitsInvalid && "Digits, * and #."}
             value={digits}
-            aria-invalid={digitsInvalid}
             onChange={setDigits}
           />
         </div>

@@ -150,10 +150,9 @@ function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => voi
           <TextField
             label="Domain ID"
             id={`${id}-id`}
-            hint={idInvalid ? "2 to 30 lower-case letters, digits or dashes." : undefined}
+            invalid={idInvalid && "2 to 30 lower-case letters, digits or dashes."}
             required
             value={domainId}
-            aria-invalid={idInvalid}
             onChange={setDomainId}
           />
         )}

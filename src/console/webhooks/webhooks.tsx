@@ -67,9 +67,8 @@ function Deliveries() {
         <TextField
           label="Host"
           id="webhooks-host"
-          hint={hostInvalid ? "A host name or address." : undefined}
+          invalid={hostInvalid && "A host name or address."}
           value={host}
-          aria-invalid={hostInvalid}
           onChange={setHost}
         />
       </div>
