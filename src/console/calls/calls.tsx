@@ -12,7 +12,7 @@ import {
 } from "../../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
-import { andFilter, EnumSelect, enumClause, TextField } from "../kit/fields.js";
+import { andFilter, EnumFilterSelect, TextField, useEnumFilter } from "../kit/fields.js";
 import { FormCard } from "../kit/form-card.js";
 import { enumName, lastSegment, time } from "../kit/format.js";
 import { ListTable, PAGED, pagedRows } from "../kit/list.js";
@@ -27,12 +27,9 @@ const DIRECTIONS = [Direction.OUTGOING, Direction.INCOMING];
 export default function CallsPage() {
   const { session } = useSession();
   const canCreate = useCan(Calls.method.createCall, { parent: session.project });
-  const [state, setState] = useState<State>(State.STATE_UNSPECIFIED);
-  const [direction, setDirection] = useState<Direction>(Direction.DIRECTION_UNSPECIFIED);
-  const filter = andFilter(
-    enumClause("state", State, state, State.STATE_UNSPECIFIED),
-    enumClause("direction", Direction, direction, Direction.DIRECTION_UNSPECIFIED),
-  );
+  const state = useEnumFilter("state", State, State.STATE_UNSPECIFIED, STATES);
+  const direction = useEnumFilter("direction", Direction, Direction.DIRECTION_UNSPECIFIED, DIRECTIONS);
+  const filter = andFilter(state.clause, direction.clause);
   const list = useInfiniteQuery(
     Calls.method.listCalls,
     { parent: session.project, pageSize: 25, pageToken: "", filter },
@@ -43,24 +40,8 @@ export default function CallsPage() {
     <Page title="Calls">
       {canCreate === true && <CreateCall />}
       <div className="filters row">
-        <EnumSelect
-          label="State"
-          id="calls-state"
-          enumType={State}
-          any={State.STATE_UNSPECIFIED}
-          options={STATES}
-          value={state}
-          onChange={setState}
-        />
-        <EnumSelect
-          label="Direction"
-          id="calls-direction"
-          enumType={Direction}
-          any={Direction.DIRECTION_UNSPECIFIED}
-          options={DIRECTIONS}
-          value={direction}
-          onChange={setDirection}
-        />
+        <EnumFilterSelect label="State" id="calls-state" filter={state} />
+        <EnumFilterSelect label="Direction" id="calls-direction" filter={direction} />
         <p className="muted" aria-live="off">
           Refreshed every {POLL_MS / 1000} s.
         </p>

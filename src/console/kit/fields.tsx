@@ -2,7 +2,7 @@
  * Labelled form controls: a text input, a text area or a select inside a
  * Field, its state in the parent (value and a setter of the new value).
  */
-import type { InputHTMLAttributes, ReactNode, TextareaHTMLAttributes } from "react";
+import { type InputHTMLAttributes, type ReactNode, type TextareaHTMLAttributes, useState } from "react";
 import { enumName } from "./format.js";
 import { Field } from "./page.js";
 
@@ -101,7 +101,7 @@ export function EnumSelect<V extends number>({
   hint,
   value,
   onChange,
-}: Labelled<V> & { enumType: Record<number | string, string | number>; options: readonly V[]; any?: V }) {
+}: Labelled<V> & { enumType: EnumObject; options: readonly V[]; any?: V }) {
   return (
     <Field label={label} id={id} hint={hint}>
       <select id={id} value={value} onChange={(e) => onChange(Number(e.target.value) as V)}>
@@ -116,17 +116,65 @@ export function EnumSelect<V extends number>({
   );
 }
 
+type EnumObject = Record<number | string, string | number>;
+
+/** A list's filter on an enum field: its values, the one selected ("any" to start with) and its clause. */
+export interface EnumFilter<V extends number> {
+  enumType: EnumObject;
+  options: readonly V[];
+  any: V;
+  value: V;
+  onChange: (value: V) => void;
+  /** `field = NAME`, or "" for any. */
+  clause: string;
+}
+
+export function useEnumFilter<V extends number>(
+  field: string,
+  enumType: EnumObject,
+  any: V,
+  options: readonly V[],
+): EnumFilter<V> {
+  const [value, setValue] = useState<V>(any);
+  return {
+    enumType,
+    options,
+    any,
+    value,
+    onChange: setValue,
+    clause: enumClause(field, enumType, value, any),
+  };
+}
+
+/** The select of an enum filter, "Any" first. */
+export function EnumFilterSelect<V extends number>({
+  label,
+  id,
+  filter,
+}: {
+  label: string;
+  id: string;
+  filter: EnumFilter<V>;
+}) {
+  return (
+    <EnumSelect
+      label={label}
+      id={id}
+      enumType={filter.enumType}
+      any={filter.any}
+      options={filter.options}
+      value={filter.value}
+      onChange={filter.onChange}
+    />
+  );
+}
+
 /** A list filter of clauses (`state = COMPLETED`) joined by AND; empty clauses are dropped. */
 export function andFilter(...clauses: string[]): string {
   return clauses.filter((f) => f !== "").join(" AND ");
 }
 
 /** `field = NAME` for an enum filter, or "" when it is the unspecified value (any). */
-export function enumClause(
-  field: string,
-  enumType: Record<number | string, string | number>,
-  value: number,
-  any: number,
-): string {
+export function enumClause(field: string, enumType: EnumObject, value: number, any: number): string {
   return value === any ? "" : `${field} = ${enumName(enumType, value)}`;
 }

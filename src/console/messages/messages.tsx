@@ -16,7 +16,7 @@ import { smartEncode } from "../../messaging/messages/smart-encoding.js";
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
 import { ErrorBanner } from "../kit/errors.js";
-import { andFilter, EnumSelect, enumClause, TextAreaField, TextField } from "../kit/fields.js";
+import { andFilter, EnumFilterSelect, TextAreaField, TextField, useEnumFilter } from "../kit/fields.js";
 import { FormCard } from "../kit/form-card.js";
 import { enumName, lastSegment, time } from "../kit/format.js";
 import { ListTable, PAGED, pagedRows } from "../kit/list.js";
@@ -46,12 +46,9 @@ export default function MessagesPage() {
 function List() {
   const { session } = useSession();
   const canSend = useCan(Messages.method.createMessage, { parent: session.project });
-  const [status, setStatus] = useState<Status>(Status.STATUS_UNSPECIFIED);
-  const [direction, setDirection] = useState<Direction>(Direction.DIRECTION_UNSPECIFIED);
-  const filter = andFilter(
-    enumClause("status", Status, status, Status.STATUS_UNSPECIFIED),
-    enumClause("direction", Direction, direction, Direction.DIRECTION_UNSPECIFIED),
-  );
+  const status = useEnumFilter("status", Status, Status.STATUS_UNSPECIFIED, STATUSES);
+  const direction = useEnumFilter("direction", Direction, Direction.DIRECTION_UNSPECIFIED, DIRECTIONS);
+  const filter = andFilter(status.clause, direction.clause);
   const list = useInfiniteQuery(
     Messages.method.listMessages,
     { parent: session.project, pageSize: 25, pageToken: "", filter },
@@ -62,24 +59,8 @@ function List() {
     <Page title="Messages">
       {canSend === true && <Send />}
       <div className="filters row">
-        <EnumSelect
-          label="Status"
-          id="messages-status"
-          enumType={Status}
-          any={Status.STATUS_UNSPECIFIED}
-          options={STATUSES}
-          value={status}
-          onChange={setStatus}
-        />
-        <EnumSelect
-          label="Direction"
-          id="messages-direction"
-          enumType={Direction}
-          any={Direction.DIRECTION_UNSPECIFIED}
-          options={DIRECTIONS}
-          value={direction}
-          onChange={setDirection}
-        />
+        <EnumFilterSelect label="Status" id="messages-status" filter={status} />
+        <EnumFilterSelect label="Direction" id="messages-direction" filter={direction} />
       </div>
       <ListTable
         list={list}

@@ -9,7 +9,7 @@ import { WebhookDeliveries } from "../../../gen/switchboard/webhooks/v1/webhook_
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
 import { ErrorBanner } from "../kit/errors.js";
-import { andFilter, EnumSelect, enumClause, SelectField, TextField } from "../kit/fields.js";
+import { andFilter, EnumFilterSelect, SelectField, TextField, useEnumFilter } from "../kit/fields.js";
 import { duration, enumName, lastSegment, time } from "../kit/format.js";
 import { ListTable, PAGED, pagedRows } from "../kit/list.js";
 import { Page } from "../kit/page.js";
@@ -30,12 +30,12 @@ export default function WebhooksPage() {
 function Deliveries() {
   const { session } = useSession();
   const [event, setEvent] = useState("");
-  const [state, setState] = useState<DeliveryState>(DeliveryState.STATE_UNSPECIFIED);
+  const state = useEnumFilter("state", DeliveryState, DeliveryState.STATE_UNSPECIFIED, STATES);
   const [host, setHost] = useState("");
   const hostInvalid = !HOST.test(host);
   const filter = andFilter(
     event === "" ? "" : `event = ${event}`,
-    enumClause("state", DeliveryState, state, DeliveryState.STATE_UNSPECIFIED),
+    state.clause,
     host === "" || hostInvalid ? "" : `host = "${host}"`,
   );
   const list = useInfiniteQuery(
@@ -55,15 +55,7 @@ function Deliveries() {
           value={event}
           onChange={setEvent}
         />
-        <EnumSelect
-          label="State"
-          id="webhooks-state"
-          enumType={DeliveryState}
-          any={DeliveryState.STATE_UNSPECIFIED}
-          options={STATES}
-          value={state}
-          onChange={setState}
-        />
+        <EnumFilterSelect label="State" id="webhooks-state" filter={state} />
         <TextField
           label="Host"
           id="webhooks-host"
