@@ -28,38 +28,29 @@ function checked(invalid: string | false | undefined, hint: ReactNode) {
 type InputProps = Omit<InputHTMLAttributes<HTMLInputElement>, "id" | "value" | "onChange">;
 type TextAreaProps = Omit<TextareaHTMLAttributes<HTMLTextAreaElement>, "id" | "value" | "onChange">;
 
-/** A text input; the other props (required, inputMode, ...) go to the input. */
-export function TextField({
-  label,
-  id,
-  hint,
-  invalid,
-  value,
-  onChange,
-  ...input
-}: Labelled<string> & Checked & InputProps) {
+/** A text control's Field props, its own props (id, value, aria-invalid) and the rest, for the element. */
+function textControl<R extends object>(props: Labelled<string> & Checked & R) {
+  const { label, id, hint, invalid, value, onChange, ...rest } = props;
   const c = checked(invalid, hint);
+  return { field: { label, id, hint: c.hint }, own: { id, value, ...c.aria }, onChange, rest };
+}
+
+/** A text input; the other props (required, inputMode, ...) go to the input. */
+export function TextField(props: Labelled<string> & Checked & InputProps) {
+  const t = textControl(props);
   return (
-    <Field label={label} id={id} hint={c.hint}>
-      <input id={id} value={value} onChange={(e) => onChange(e.target.value)} {...c.aria} {...input} />
+    <Field {...t.field}>
+      <input {...t.own} onChange={(e) => t.onChange(e.target.value)} {...t.rest} />
     </Field>
   );
 }
 
 /** A text area; the other props (rows, aria-describedby, ...) go to the text area. */
-export function TextAreaField({
-  label,
-  id,
-  hint,
-  invalid,
-  value,
-  onChange,
-  ...area
-}: Labelled<string> & Checked & TextAreaProps) {
-  const c = checked(invalid, hint);
+export function TextAreaField(props: Labelled<string> & Checked & TextAreaProps) {
+  const t = textControl(props);
   return (
-    <Field label={label} id={id} hint={c.hint}>
-      <textarea id={id} value={value} onChange={(e) => onChange(e.target.value)} {...c.aria} {...area} />
+    <Field {...t.field}>
+      <textarea {...t.own} onChange={(e) => t.onChange(e.target.value)} {...t.rest} />
     </Field>
   );
 }
