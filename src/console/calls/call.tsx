@@ -29,6 +29,7 @@ import { useSession } from "../app.js";
 import { EmptyState } from "../kit/empty.js";
 import { ErrorBanner } from "../kit/errors.js";
 import { duration, enumName, lastSegment, millis, time } from "../kit/format.js";
+import { PAGED, pagedRows } from "../kit/list.js";
 import { Page } from "../kit/page.js";
 import { Table } from "../kit/table.js";
 import { href } from "../router.js";
@@ -234,13 +235,9 @@ function ControlRequests({ name, live }: { name: string; live: boolean }) {
   const list = useInfiniteQuery(
     WebhookDeliveries.method.listWebhookDeliveries,
     { parent: session.project, pageSize: 50, pageToken: "", filter: `call = "${name}"` },
-    {
-      pageParamKey: "pageToken",
-      getNextPageParam: (l) => l.nextPageToken || undefined,
-      refetchInterval: live ? POLL_MS : false,
-    },
+    { ...PAGED, refetchInterval: live ? POLL_MS : false },
   );
-  const rows = list.data?.pages.flatMap((p) => p.webhookDeliveries) ?? [];
+  const rows = pagedRows(list, (p) => p.webhookDeliveries);
   return (
     <section aria-labelledby="control-title">
       <h2 id="control-title">Requests sent for this call</h2>

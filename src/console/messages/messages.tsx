@@ -4,9 +4,8 @@
  * the same rules as the service: src/messaging/messages/encoding.ts), a
  * message's status history; and the project's unsubscribers.
  */
-import { createConnectQueryKey, useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
-import { useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
+import { useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
+import { useState } from "react";
 import {
   Message_Direction as Direction,
   Messages,
@@ -17,9 +16,12 @@ import { smartEncode } from "../../messaging/messages/smart-encoding.js";
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
 import { ErrorBanner } from "../kit/errors.js";
+import { andFilter, EnumFilterSelect, TextAreaField, TextField, useEnumFilter } from "../kit/fields.js";
+import { FormCard } from "../kit/form-card.js";
 import { enumName, lastSegment, time } from "../kit/format.js";
-import { Field, Page } from "../kit/page.js";
-import { Table } from "../kit/table.js";
+import { ListTable, PAGED, pagedRows } from "../kit/list.js";
+import { Page } from "../kit/page.js";
+import { useRefresh } from "../kit/refresh.js";
 import { href, useRoute } from "../router.js";
 import { Unsubscribers } from "./unsubscribers.js";
 
@@ -32,6 +34,7 @@ const STATUSES = [
   Status.UNDELIVERED,
   Status.RECEIVED,
 ];
+const DIRECTIONS = [Direction.OUTGOING, Direction.INCOMING];
 const FINAL = new Set([Status.FAILED, Status.DELIVERED, Status.UNDELIVERED, Status.RECEIVED]);
 
 export default function MessagesPage() {
@@ -43,80 +46,42 @@ export default function MessagesPage() {
 function List() {
   const { session } = useSession();
   const canSend = useCan(Messages.method.createMessage, { parent: session.project });
-  const [status, setStatus] = useState<Status>(Status.STATUS_UNSPECIFIED);
-  const [direction, setDirection] = useState<Direction>(Direction.DIRECTION_UNSPECIFIED);
-  const filter = [
-    status === Status.STATUS_UNSPECIFIED ? "" : `status = ${enumName(Status, status)}`,
-    direction === Direction.DIRECTION_UNSPECIFIED ? "" : `direction = ${enumName(Direction, direction)}`,
-  ]
-    .filter((f) => f !== "")
-    .join(" AND ");
+  const status = useEnumFilter("status", Status, Status.STATUS_UNSPECIFIED, STATUSES);
+  const direction = useEnumFilter("direction", Direction, Direction.DIRECTION_UNSPECIFIED, DIRECTIONS);
+  const filter = andFilter(status.clause, direction.clause);
   const list = useInfiniteQuery(
     Messages.method.listMessages,
     { parent: session.project, pageSize: 25, pageToken: "", filter },
-    {
-      pageParamKey: "pageToken",
-      getNextPageParam: (l) => l.nextPageToken || undefined,
-      refetchInterval: 2000,
-    },
+    { ...PAGED, refetchInterval: 2000 },
   );
-  const rows = list.data?.pages.flatMap((p) => p.messages) ?? [];
+  const rows = pagedRows(list, (p) => p.messages);
   return (
     <Page title="Messages">
       {canSend === true && <Send />}
       <div className="filters row">
-        <Field label="Status" id="messages-status">
-          <select
-            id="messages-status"
-            value={status}
-            onChange={(e) => setStatus(Number(e.target.value) as Status)}
-          >
-            <option value={Status.STATUS_UNSPECIFIED}>Any</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {enumName(Status, s)}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label="Direction" id="messages-direction">
-          <select
-            id="messages-direction"
-            value={direction}
-            onChange={(e) => setDirection(Number(e.target.value) as Direction)}
-          >
-            <option value={Direction.DIRECTION_UNSPECIFIED}>Any</option>
-            <option value={Direction.OUTGOING}>OUTGOING</option>
-            <option value={Direction.INCOMING}>INCOMING</option>
-          </select>
-        </Field>
+        <EnumFilterSelect label="Status" id="messages-status" filter={status} />
+        <EnumFilterSelect label="Direction" id="messages-direction" filter={direction} />
       </div>
-      <ErrorBanner error={list.error} title="Could not list messages" />
-      {list.isPending ? (
-        <p role="status">Loading…</p>
-      ) : (
-        <Table
-          caption="Messages"
-          rows={rows}
-          rowKey={(m) => m.name}
-          empty={filter === "" ? "No messages yet." : "No message matches these filters."}
-          hasMore={list.hasNextPage}
-          loadingMore={list.isFetchingNextPage}
-          onLoadMore={() => void list.fetchNextPage()}
-          columns={[
-            {
-              header: "Message",
-              cell: (m) => <a href={href("messages", lastSegment(m.name))}>{lastSegment(m.name)}</a>,
-            },
-            { header: "Status", cell: (m) => enumName(Status, m.status) },
-            { header: "Direction", cell: (m) => enumName(Direction, m.direction) },
-            { header: "From", cell: (m) => m.from },
-            { header: "To", cell: (m) => m.to },
-            { header: "Body", cell: (m) => m.body },
-            { header: "Created", cell: (m) => time(m.createTime) },
-          ]}
-        />
-      )}
+      <ListTable
+        list={list}
+        errorTitle="Could not list messages"
+        caption="Messages"
+        rows={rows}
+        rowKey={(m) => m.name}
+        empty={filter === "" ? "No messages yet." : "No message matches these filters."}
+        columns={[
+          {
+            header: "Message",
+            cell: (m) => <a href={href("messages", lastSegment(m.name))}>{lastSegment(m.name)}</a>,
+          },
+          { header: "Status", cell: (m) => enumName(Status, m.status) },
+          { header: "Direction", cell: (m) => enumName(Direction, m.direction) },
+          { header: "From", cell: (m) => m.from },
+          { header: "To", cell: (m) => m.to },
+          { header: "Body", cell: (m) => m.body },
+          { header: "Created", cell: (m) => time(m.createTime) },
+        ]}
+      />
       <Unsubscribers />
     </Page>
   );
@@ -124,49 +89,46 @@ function List() {
 
 function Send() {
   const { session } = useSession();
-  const queryClient = useQueryClient();
+  const refresh = useRefresh(Messages);
   const [to, setTo] = useState("");
   const [from, setFrom] = useState("");
   const [body, setBody] = useState("");
   const [smart, setSmart] = useState(false);
   const facts = encodingOf(smart ? smartEncode(body) : body);
-  const send = useMutation(Messages.method.createMessage, {
-    onSuccess: () =>
-      queryClient.invalidateQueries({
-        queryKey: createConnectQueryKey({ schema: Messages, cardinality: undefined }),
-      }),
-  });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const send = useMutation(Messages.method.createMessage, { onSuccess: refresh });
+  const submit = () =>
     send.mutate({
       parent: session.project,
       message: { to: to.trim(), from: from.trim(), body, smartEncoding: smart },
     });
-  };
   return (
-    <form className="card" onSubmit={submit} aria-label="Send a message">
-      <h2>Send a message</h2>
+    <FormCard
+      label="Send a message"
+      onSubmit={submit}
+      submit="Send"
+      disabled={send.isPending}
+      status={
+        send.isSuccess && (
+          <p role="status">
+            Sent <a href={href("messages", lastSegment(send.data.name))}>{lastSegment(send.data.name)}</a>.
+          </p>
+        )
+      }
+      error={send.error}
+      errorTitle="Could not send the message"
+    >
       <div className="row">
-        <Field label="To" id="message-to">
-          <input
-            id="message-to"
-            required
-            inputMode="tel"
-            value={to}
-            onChange={(e) => setTo(e.target.value)}
-          />
-        </Field>
-        <Field label="From (a number of the project)" id="message-from">
-          <input
-            id="message-from"
-            required
-            inputMode="tel"
-            value={from}
-            onChange={(e) => setFrom(e.target.value)}
-          />
-        </Field>
+        <TextField label="To" id="message-to" required inputMode="tel" value={to} onChange={setTo} />
+        <TextField
+          label="From (a number of the project)"
+          id="message-from"
+          required
+          inputMode="tel"
+          value={from}
+          onChange={setFrom}
+        />
       </div>
-      <Field
+      <TextAreaField
         label="Body"
         id="message-body"
         hint={
@@ -174,15 +136,11 @@ function Send() {
             {facts.encoding} · {facts.segmentCount} {facts.segmentCount === 1 ? "segment" : "segments"}
           </span>
         }
-      >
-        <textarea
-          id="message-body"
-          rows={3}
-          value={body}
-          aria-describedby="message-body-hint"
-          onChange={(e) => setBody(e.target.value)}
-        />
-      </Field>
+        rows={3}
+        value={body}
+        aria-describedby="message-body-hint"
+        onChange={setBody}
+      />
       <div className="check">
         <input
           id="message-smart"
@@ -192,16 +150,7 @@ function Send() {
         />
         <label htmlFor="message-smart">Smart encoding (replace look-alike characters to stay in GSM-7)</label>
       </div>
-      <button type="submit" className="primary" disabled={send.isPending}>
-        Send
-      </button>
-      {send.isSuccess && (
-        <p role="status">
-          Sent <a href={href("messages", lastSegment(send.data.name))}>{lastSegment(send.data.name)}</a>.
-        </p>
-      )}
-      <ErrorBanner error={send.error} title="Could not send the message" />
-    </form>
+    </FormCard>
   );
 }
 

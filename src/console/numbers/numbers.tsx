@@ -4,8 +4,7 @@
  * inventory search, provisioning a number from it. Writes are offered only
  * when the credential may make them (kit/can.ts).
  */
-import { createConnectQueryKey, useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
-import { useQueryClient } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
 import { type FormEvent, useId, useState } from "react";
 import {
   PhoneNumberInstance_LifecycleState as LifecycleState,
@@ -13,25 +12,20 @@ import {
   PhoneNumberInstances,
 } from "../../../gen/enfonica/numbering/v1beta1/phone_number_instances_pb.js";
 import {
-  PhoneNumber_PhoneNumberCapability as Capability,
   PhoneNumber_PhoneNumberType as NumberType,
   PhoneNumbers,
 } from "../../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
 import { ErrorBanner } from "../kit/errors.js";
+import { EnumSelect, TextAreaField, TextField } from "../kit/fields.js";
 import { enumName, time } from "../kit/format.js";
+import { ListTable, PAGED, pagedRows } from "../kit/list.js";
 import { formatLabels, parseLabels, parseLines } from "../kit/lists.js";
-import { Field, Page } from "../kit/page.js";
-import { Table } from "../kit/table.js";
+import { Page } from "../kit/page.js";
+import { useRefresh } from "../kit/refresh.js";
+import { NUMBER_TYPES, PHONE_NUMBER_COLUMNS } from "./phone-numbers.js";
 
-const TYPES = [
-  NumberType.LOCAL,
-  NumberType.NATIONAL,
-  NumberType.MOBILE,
-  NumberType.TOLL_FREE,
-  NumberType.SHARED_RATE,
-];
 const PREFIX = /^\+?[0-9]{0,15}$/;
 
 export default function NumbersPage() {
@@ -43,14 +37,6 @@ export default function NumbersPage() {
       <Search canWrite={canWrite === true} />
     </Page>
   );
-}
-
-function useRefreshInstances() {
-  const queryClient = useQueryClient();
-  return () =>
-    queryClient.invalidateQueries({
-      queryKey: createConnectQueryKey({ schema: PhoneNumberInstances, cardinality: undefined }),
-    });
 }
 
 function Instances({ canWrite }: { canWrite: boolean }) {
@@ -68,26 +54,21 @@ function Instances({ canWrite }: { canWrite: boolean }) {
       prefix: prefixInvalid ? "" : prefix,
       includeDeleted,
     },
-    { pageParamKey: "pageToken", getNextPageParam: (l) => l.nextPageToken || undefined },
+    PAGED,
   );
-  const rows = list.data?.pages.flatMap((p) => p.phoneNumberInstances) ?? [];
+  const rows = pagedRows(list, (p) => p.phoneNumberInstances);
   const edited = rows.find((r) => r.name === editing);
   return (
     <section aria-labelledby="instances-title">
       <h2 id="instances-title">The project's numbers</h2>
       <div className="filters row">
-        <Field
+        <TextField
           label="Number starts with"
           id="instances-prefix"
-          hint={prefixInvalid ? "Digits, optionally after a +." : undefined}
-        >
-          <input
-            id="instances-prefix"
-            value={prefix}
-            aria-invalid={prefixInvalid}
-            onChange={(e) => setPrefix(e.target.value)}
-          />
-        </Field>
+          invalid={prefixInvalid && "Digits, optionally after a +."}
+          value={prefix}
+          onChange={setPrefix}
+        />
         <div className="check">
           <input
             id="instances-deleted"
@@ -98,50 +79,44 @@ function Instances({ canWrite }: { canWrite: boolean }) {
           <label htmlFor="instances-deleted">Include released numbers</label>
         </div>
       </div>
-      <ErrorBanner error={list.error} title="Could not list the project's numbers" />
-      {list.isPending ? (
-        <p role="status">Loading…</p>
-      ) : (
-        <Table
-          caption="The project's numbers"
-          rows={rows}
-          rowKey={(r) => r.name}
-          empty="The project has no numbers yet: search the inventory below and provision one."
-          hasMore={list.hasNextPage}
-          loadingMore={list.isFetchingNextPage}
-          onLoadMore={() => void list.fetchNextPage()}
-          columns={[
-            { header: "Number", cell: (r) => <code>{r.phoneNumber?.phoneNumber}</code> },
-            { header: "Name", cell: (r) => r.displayName },
-            { header: "State", cell: (r) => enumName(LifecycleState, r.lifecycleState) },
-            { header: "Call handlers", cell: (r) => r.incomingCallHandlerUris.join(" ") },
-            { header: "Message handlers", cell: (r) => r.incomingMessageHandlerUris.join(" ") },
-            { header: "Labels", cell: (r) => formatLabels(r.labels) },
-            {
-              header: "Range",
-              cell: (r) =>
-                r.range === undefined ? "" : `${r.range.startPhoneNumber} – ${r.range.endPhoneNumber}`,
-            },
-            { header: "Created", cell: (r) => time(r.createTime) },
-            {
-              header: "Actions",
-              cell: (r) =>
-                canWrite && r.lifecycleState !== LifecycleState.DELETED ? (
-                  <span className="actions">
-                    <button
-                      type="button"
-                      onClick={() => setEditing(r.name)}
-                      aria-label={`Edit ${r.phoneNumber?.phoneNumber}`}
-                    >
-                      Edit
-                    </button>
-                    <Release instance={r} />
-                  </span>
-                ) : null,
-            },
-          ]}
-        />
-      )}
+      <ListTable
+        list={list}
+        errorTitle="Could not list the project's numbers"
+        caption="The project's numbers"
+        rows={rows}
+        rowKey={(r) => r.name}
+        empty="The project has no numbers yet: search the inventory below and provision one."
+        columns={[
+          { header: "Number", cell: (r) => <code>{r.phoneNumber?.phoneNumber}</code> },
+          { header: "Name", cell: (r) => r.displayName },
+          { header: "State", cell: (r) => enumName(LifecycleState, r.lifecycleState) },
+          { header: "Call handlers", cell: (r) => r.incomingCallHandlerUris.join(" ") },
+          { header: "Message handlers", cell: (r) => r.incomingMessageHandlerUris.join(" ") },
+          { header: "Labels", cell: (r) => formatLabels(r.labels) },
+          {
+            header: "Range",
+            cell: (r) =>
+              r.range === undefined ? "" : `${r.range.startPhoneNumber} – ${r.range.endPhoneNumber}`,
+          },
+          { header: "Created", cell: (r) => time(r.createTime) },
+          {
+            header: "Actions",
+            cell: (r) =>
+              canWrite && r.lifecycleState !== LifecycleState.DELETED ? (
+                <span className="actions">
+                  <button
+                    type="button"
+                    onClick={() => setEditing(r.name)}
+                    aria-label={`Edit ${r.phoneNumber?.phoneNumber}`}
+                  >
+                    Edit
+                  </button>
+                  <Release instance={r} />
+                </span>
+              ) : null,
+          },
+        ]}
+      />
       {edited !== undefined && (
         <EditInstance key={edited.name} instance={edited} onDone={() => setEditing(undefined)} />
       )}
@@ -150,7 +125,7 @@ function Instances({ canWrite }: { canWrite: boolean }) {
 }
 
 function Release({ instance }: { instance: PhoneNumberInstance }) {
-  const refresh = useRefreshInstances();
+  const refresh = useRefresh(PhoneNumberInstances);
   const [confirming, setConfirming] = useState(false);
   const release = useMutation(PhoneNumberInstances.method.deletePhoneNumberInstance, { onSuccess: refresh });
   const number = instance.phoneNumber?.phoneNumber ?? "";
@@ -173,7 +148,7 @@ function Release({ instance }: { instance: PhoneNumberInstance }) {
 
 function EditInstance({ instance, onDone }: { instance: PhoneNumberInstance; onDone: () => void }) {
   const id = useId();
-  const refresh = useRefreshInstances();
+  const refresh = useRefresh(PhoneNumberInstances);
   const [displayName, setDisplayName] = useState(instance.displayName);
   const [callUris, setCallUris] = useState(instance.incomingCallHandlerUris.join("\n"));
   const [messageUris, setMessageUris] = useState(instance.incomingMessageHandlerUris.join("\n"));
@@ -204,38 +179,29 @@ function EditInstance({ instance, onDone }: { instance: PhoneNumberInstance; onD
   return (
     <form className="card" onSubmit={submit} aria-label={`Edit ${instance.phoneNumber?.phoneNumber}`}>
       <h3>Edit {instance.phoneNumber?.phoneNumber}</h3>
-      <Field label="Display name" id={`${id}-name`}>
-        <input id={`${id}-name`} value={displayName} onChange={(e) => setDisplayName(e.target.value)} />
-      </Field>
-      <Field label="Incoming call handler URIs (one per line)" id={`${id}-calls`}>
-        <textarea
-          id={`${id}-calls`}
-          rows={2}
-          value={callUris}
-          onChange={(e) => setCallUris(e.target.value)}
-        />
-      </Field>
-      <Field label="Incoming message handler URIs (one per line)" id={`${id}-messages`}>
-        <textarea
-          id={`${id}-messages`}
-          rows={2}
-          value={messageUris}
-          onChange={(e) => setMessageUris(e.target.value)}
-        />
-      </Field>
-      <Field
+      <TextField label="Display name" id={`${id}-name`} value={displayName} onChange={setDisplayName} />
+      <TextAreaField
+        label="Incoming call handler URIs (one per line)"
+        id={`${id}-calls`}
+        rows={2}
+        value={callUris}
+        onChange={setCallUris}
+      />
+      <TextAreaField
+        label="Incoming message handler URIs (one per line)"
+        id={`${id}-messages`}
+        rows={2}
+        value={messageUris}
+        onChange={setMessageUris}
+      />
+      <TextAreaField
         label="Labels (key=value per line)"
         id={`${id}-labels`}
-        hint={"error" in parsed ? parsed.error : undefined}
-      >
-        <textarea
-          id={`${id}-labels`}
-          rows={2}
-          value={labels}
-          aria-invalid={"error" in parsed}
-          onChange={(e) => setLabels(e.target.value)}
-        />
-      </Field>
+        invalid={"error" in parsed && parsed.error}
+        rows={2}
+        value={labels}
+        onChange={setLabels}
+      />
       <div className="actions">
         <button type="submit" className="primary" disabled={update.isPending || "error" in parsed}>
           Save
@@ -251,7 +217,7 @@ function EditInstance({ instance, onDone }: { instance: PhoneNumberInstance; onD
 
 function Search({ canWrite }: { canWrite: boolean }) {
   const { session } = useSession();
-  const refresh = useRefreshInstances();
+  const refresh = useRefresh(PhoneNumberInstances);
   const [countryCode, setCountryCode] = useState("AU");
   const [numberType, setNumberType] = useState<NumberType>(NumberType.PHONE_NUMBER_TYPE_UNSPECIFIED);
   const [prefix, setPrefix] = useState("");
@@ -262,11 +228,7 @@ function Search({ canWrite }: { canWrite: boolean }) {
   const search = useInfiniteQuery(
     PhoneNumbers.method.searchPhoneNumbers,
     { ...(query ?? { countryCode: "AU", numberType: 0, prefix: "" }), pageSize: 20, pageToken: "" },
-    {
-      pageParamKey: "pageToken",
-      getNextPageParam: (l) => l.nextPageToken || undefined,
-      enabled: query !== undefined,
-    },
+    { ...PAGED, enabled: query !== undefined },
   );
   const provision = useMutation(PhoneNumberInstances.method.createPhoneNumberInstance, {
     onSuccess: async () => {
@@ -278,99 +240,85 @@ function Search({ canWrite }: { canWrite: boolean }) {
     e.preventDefault();
     setQuery({ countryCode: countryCode.trim().toUpperCase(), numberType, prefix: prefix.trim() });
   };
-  const rows = search.data?.pages.flatMap((p) => p.phoneNumbers) ?? [];
+  const rows = pagedRows(search, (p) => p.phoneNumbers);
   return (
     <section aria-labelledby="search-title">
       <h2 id="search-title">Find a number</h2>
       <form className="filters row" onSubmit={submit} aria-label="Search the inventory">
-        <Field label="Country" id="search-country">
-          <input
-            id="search-country"
-            maxLength={2}
-            value={countryCode}
-            onChange={(e) => setCountryCode(e.target.value)}
-          />
-        </Field>
-        <Field label="Type" id="search-type">
-          <select
-            id="search-type"
-            value={numberType}
-            onChange={(e) => setNumberType(Number(e.target.value) as NumberType)}
-          >
-            <option value={NumberType.PHONE_NUMBER_TYPE_UNSPECIFIED}>Any</option>
-            {TYPES.map((t) => (
-              <option key={t} value={t}>
-                {enumName(NumberType, t)}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label="Starts with" id="search-prefix">
-          <input id="search-prefix" value={prefix} onChange={(e) => setPrefix(e.target.value)} />
-        </Field>
+        <TextField
+          label="Country"
+          id="search-country"
+          maxLength={2}
+          value={countryCode}
+          onChange={setCountryCode}
+        />
+        <EnumSelect
+          label="Type"
+          id="search-type"
+          enumType={NumberType}
+          any={NumberType.PHONE_NUMBER_TYPE_UNSPECIFIED}
+          options={NUMBER_TYPES}
+          value={numberType}
+          onChange={setNumberType}
+        />
+        <TextField label="Starts with" id="search-prefix" value={prefix} onChange={setPrefix} />
         <button type="submit">Search</button>
       </form>
       {canWrite && (
-        <Field label="Call handler URI for numbers provisioned here (optional)" id="provision-handler">
-          <input
-            id="provision-handler"
-            type="url"
-            value={handler}
-            onChange={(e) => setHandler(e.target.value)}
-          />
-        </Field>
+        <TextField
+          label="Call handler URI for numbers provisioned here (optional)"
+          id="provision-handler"
+          type="url"
+          value={handler}
+          onChange={setHandler}
+        />
       )}
-      <ErrorBanner error={search.error} title="Could not search the inventory" />
-      <ErrorBanner error={provision.error} title="Could not provision the number" />
-      {provision.isSuccess && (
-        <p role="status">
-          Provisioned <code>{provision.data.phoneNumber?.phoneNumber}</code>.
-        </p>
+      {query !== undefined && (
+        <ListTable
+          list={search}
+          errorTitle="Could not search the inventory"
+          notices={
+            <>
+              <ErrorBanner error={provision.error} title="Could not provision the number" />
+              {provision.isSuccess && (
+                <p role="status">
+                  Provisioned <code>{provision.data.phoneNumber?.phoneNumber}</code>.
+                </p>
+              )}
+            </>
+          }
+          loading="Searching…"
+          caption="Numbers available"
+          rows={rows}
+          rowKey={(n) => n.name}
+          empty="No number matches: try another type or prefix."
+          columns={[
+            ...PHONE_NUMBER_COLUMNS,
+            {
+              header: "Actions",
+              cell: (n) =>
+                canWrite ? (
+                  <button
+                    type="button"
+                    disabled={provision.isPending}
+                    aria-label={`Provision ${n.phoneNumber}`}
+                    onClick={() =>
+                      provision.mutate({
+                        parent: session.project,
+                        phoneNumberInstance: {
+                          phoneNumber: { phoneNumber: n.phoneNumber },
+                          incomingCallHandlerUris: parseLines(handler),
+                        },
+                      })
+                    }
+                  >
+                    Provision
+                  </button>
+                ) : null,
+            },
+          ]}
+        />
       )}
-      {query !== undefined &&
-        (search.isPending ? (
-          <p role="status">Searching…</p>
-        ) : (
-          <Table
-            caption="Numbers available"
-            rows={rows}
-            rowKey={(n) => n.name}
-            empty="No number matches: try another type or prefix."
-            hasMore={search.hasNextPage}
-            loadingMore={search.isFetchingNextPage}
-            onLoadMore={() => void search.fetchNextPage()}
-            columns={[
-              { header: "Number", cell: (n) => <code>{n.phoneNumber}</code> },
-              { header: "Type", cell: (n) => enumName(NumberType, n.numberType) },
-              {
-                header: "Capabilities",
-                cell: (n) => n.capabilities.map((c) => enumName(Capability, c)).join(", "),
-              },
-              {
-                header: "Actions",
-                cell: (n) =>
-                  canWrite ? (
-                    <button
-                      type="button"
-                      disabled={provision.isPending}
-                      aria-label={`Provision ${n.phoneNumber}`}
-                      onClick={() =>
-                        provision.mutate({
-                          parent: session.project,
-                          phoneNumberInstance: {
-                            phoneNumber: { phoneNumber: n.phoneNumber },
-                            incomingCallHandlerUris: parseLines(handler),
-                          },
-                        })
-                      }
-                    >
-                      Provision
-                    </button>
-                  ) : null,
-              },
-            ]}
-          />
-        ))}
     </section>
   );
 }

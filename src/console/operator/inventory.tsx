@@ -1,24 +1,19 @@
 /** The operator's number inventory: adding a block of numbers, and searching what is available. */
 import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
-import { type FormEvent, useState } from "react";
+import { useState } from "react";
 import {
   PhoneNumber_PhoneNumberCapability as Capability,
   PhoneNumber_PhoneNumberType as NumberType,
   PhoneNumbers,
 } from "../../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
 import { NumberingAdmin } from "../../../gen/switchboard/admin/v1/numbering_pb.js";
-import { ErrorBanner } from "../kit/errors.js";
+import { EnumSelect, TextField } from "../kit/fields.js";
+import { FormCard } from "../kit/form-card.js";
 import { enumName } from "../kit/format.js";
-import { Field, Page } from "../kit/page.js";
-import { Table } from "../kit/table.js";
+import { ListTable, PAGED, pagedRows } from "../kit/list.js";
+import { Page } from "../kit/page.js";
+import { NUMBER_TYPES, PHONE_NUMBER_COLUMNS } from "../numbers/phone-numbers.js";
 
-const TYPES = [
-  NumberType.LOCAL,
-  NumberType.NATIONAL,
-  NumberType.MOBILE,
-  NumberType.TOLL_FREE,
-  NumberType.SHARED_RATE,
-];
 const CAPABILITIES = [Capability.VOICE, Capability.SMS, Capability.MMS];
 const E164 = /^\+[1-9][0-9]{1,14}$/;
 
@@ -34,13 +29,12 @@ export default function InventoryPage() {
   const list = useInfiniteQuery(
     PhoneNumbers.method.searchPhoneNumbers,
     { ...search, pageSize: 50, pageToken: "" },
-    { pageParamKey: "pageToken", getNextPageParam: (l) => l.nextPageToken || undefined },
+    PAGED,
   );
   const startInvalid = start !== "" && !E164.test(start);
   const sizeNumber = Number(size);
   const sizeInvalid = !Number.isInteger(sizeNumber) || sizeNumber < 1 || sizeNumber > 100_000;
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = () =>
     add.mutate({
       numberBlock: {
         startPhoneNumber: start,
@@ -50,59 +44,53 @@ export default function InventoryPage() {
         capabilities,
       },
     });
-  };
   const toggle = (c: Capability, on: boolean) =>
     setCapabilities((cs) => (on ? [...cs.filter((x) => x !== c), c] : cs.filter((x) => x !== c)));
-  const rows = list.data?.pages.flatMap((p) => p.phoneNumbers) ?? [];
+  const rows = pagedRows(list, (p) => p.phoneNumbers);
   return (
     <Page title="Inventory">
-      <form className="card" onSubmit={submit} aria-label="Add a number block">
-        <h2>Add a number block</h2>
+      <FormCard
+        label="Add a number block"
+        onSubmit={submit}
+        submit="Add block"
+        disabled={add.isPending || start === "" || startInvalid || sizeInvalid || capabilities.length === 0}
+        status={add.isSuccess && <p role="status">Added the block.</p>}
+        error={add.error}
+        errorTitle="Could not add the block"
+      >
         <div className="row">
-          <Field
+          <TextField
             label="First number (E.164)"
             id="block-start"
-            hint={startInvalid ? "E.164, e.g. +61255501000." : undefined}
-          >
-            <input
-              id="block-start"
-              required
-              inputMode="tel"
-              value={start}
-              aria-invalid={startInvalid}
-              onChange={(e) => setStart(e.target.value)}
-            />
-          </Field>
-          <Field label="How many" id="block-size" hint={sizeInvalid ? "1 to 100000." : undefined}>
-            <input
-              id="block-size"
-              inputMode="numeric"
-              value={size}
-              aria-invalid={sizeInvalid}
-              onChange={(e) => setSize(e.target.value)}
-            />
-          </Field>
-          <Field label="Country" id="block-country">
-            <input
-              id="block-country"
-              maxLength={2}
-              value={countryCode}
-              onChange={(e) => setCountryCode(e.target.value)}
-            />
-          </Field>
-          <Field label="Type" id="block-type">
-            <select
-              id="block-type"
-              value={numberType}
-              onChange={(e) => setNumberType(Number(e.target.value) as NumberType)}
-            >
-              {TYPES.map((t) => (
-                <option key={t} value={t}>
-                  {enumName(NumberType, t)}
-                </option>
-              ))}
-            </select>
-          </Field>
+            invalid={startInvalid && "E.164, e.g. +61255501000."}
+            required
+            inputMode="tel"
+            value={start}
+            onChange={setStart}
+          />
+          <TextField
+            label="How many"
+            id="block-size"
+            invalid={sizeInvalid && "1 to 100000."}
+            inputMode="numeric"
+            value={size}
+            onChange={setSize}
+          />
+          <TextField
+            label="Country"
+            id="block-country"
+            maxLength={2}
+            value={countryCode}
+            onChange={setCountryCode}
+          />
+          <EnumSelect
+            label="Type"
+            id="block-type"
+            enumType={NumberType}
+            options={NUMBER_TYPES}
+            value={numberType}
+            onChange={setNumberType}
+          />
         </div>
         <fieldset className="row">
           <legend>Capabilities</legend>
@@ -118,16 +106,7 @@ export default function InventoryPage() {
             </div>
           ))}
         </fieldset>
-        <button
-          type="submit"
-          className="primary"
-          disabled={add.isPending || start === "" || startInvalid || sizeInvalid || capabilities.length === 0}
-        >
-          Add block
-        </button>
-        {add.isSuccess && <p role="status">Added the block.</p>}
-        <ErrorBanner error={add.error} title="Could not add the block" />
-      </form>
+      </FormCard>
       <h2>Available numbers</h2>
       <form
         className="filters row"
@@ -137,31 +116,19 @@ export default function InventoryPage() {
           setSearch({ countryCode: countryCode.trim().toUpperCase(), prefix: prefix.trim() });
         }}
       >
-        <Field label="Starts with" id="inventory-prefix">
-          <input id="inventory-prefix" value={prefix} onChange={(e) => setPrefix(e.target.value)} />
-        </Field>
+        <TextField label="Starts with" id="inventory-prefix" value={prefix} onChange={setPrefix} />
         <button type="submit">Search</button>
       </form>
-      <ErrorBanner error={list.error} title="Could not search the inventory" />
-      {!list.isPending && (
-        <Table
-          caption="Available numbers"
-          rows={rows}
-          rowKey={(n) => n.name}
-          empty="No number available here: add a block."
-          hasMore={list.hasNextPage}
-          loadingMore={list.isFetchingNextPage}
-          onLoadMore={() => void list.fetchNextPage()}
-          columns={[
-            { header: "Number", cell: (n) => <code>{n.phoneNumber}</code> },
-            { header: "Type", cell: (n) => enumName(NumberType, n.numberType) },
-            {
-              header: "Capabilities",
-              cell: (n) => n.capabilities.map((c) => enumName(Capability, c)).join(", "),
-            },
-          ]}
-        />
-      )}
+      <ListTable
+        list={list}
+        errorTitle="Could not search the inventory"
+        loading={null}
+        caption="Available numbers"
+        rows={rows}
+        rowKey={(n) => n.name}
+        empty="No number available here: add a block."
+        columns={PHONE_NUMBER_COLUMNS}
+      />
     </Page>
   );
 }

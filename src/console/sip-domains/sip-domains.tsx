@@ -3,8 +3,7 @@
  * editing one — its termination mode, handler URIs and CIDR blocks, the
  * blocks checked as they are typed — and deleting one.
  */
-import { createConnectQueryKey, useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
-import { useQueryClient } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
 import { type FormEvent, useId, useState } from "react";
 import {
   SipDomain_TerminationMode as Mode,
@@ -14,36 +13,30 @@ import {
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
 import { ErrorBanner } from "../kit/errors.js";
+import { EnumSelect, TextAreaField, TextField } from "../kit/fields.js";
 import { enumName, lastSegment, time } from "../kit/format.js";
+import { ListTable, PAGED, pagedRows } from "../kit/list.js";
 import { parseLines } from "../kit/lists.js";
-import { Field, Page } from "../kit/page.js";
-import { Table } from "../kit/table.js";
+import { Page } from "../kit/page.js";
+import { useRefresh } from "../kit/refresh.js";
 import { parseCidrLines } from "./cidr.js";
 
 const MODES = [Mode.TERMINATION_MODE_DISABLED, Mode.PSTN_TRUNK, Mode.PROGRAMMABLE];
 const DOMAIN_ID = /^[a-z0-9][a-z0-9-]{0,28}[a-z0-9]$/;
 
-function useRefresh() {
-  const queryClient = useQueryClient();
-  return () =>
-    queryClient.invalidateQueries({
-      queryKey: createConnectQueryKey({ schema: SipDomains, cardinality: undefined }),
-    });
-}
-
 export default function SipDomainsPage() {
   const { session } = useSession();
   const canWrite = useCan(SipDomains.method.createSipDomain, { parent: session.project });
-  const refresh = useRefresh();
+  const refresh = useRefresh(SipDomains);
   const [showDeleted, setShowDeleted] = useState(false);
   const [editing, setEditing] = useState<string | undefined>(undefined);
   const list = useInfiniteQuery(
     SipDomains.method.listSipDomains,
     { parent: session.project, pageSize: 50, pageToken: "", showDeleted },
-    { pageParamKey: "pageToken", getNextPageParam: (l) => l.nextPageToken || undefined },
+    PAGED,
   );
   const remove = useMutation(SipDomains.method.deleteSipDomain, { onSuccess: refresh });
-  const rows = list.data?.pages.flatMap((p) => p.sipDomains) ?? [];
+  const rows = pagedRows(list, (p) => p.sipDomains);
   const edited = rows.find((d) => d.name === editing);
   return (
     <Page title="SIP domains">
@@ -57,52 +50,46 @@ export default function SipDomainsPage() {
         />
         <label htmlFor="domains-deleted">Include deleted domains</label>
       </div>
-      <ErrorBanner error={list.error} title="Could not list SIP domains" />
-      <ErrorBanner error={remove.error} title="Could not delete the domain" />
-      {list.isPending ? (
-        <p role="status">Loading…</p>
-      ) : (
-        <Table
-          caption="SIP domains"
-          rows={rows}
-          rowKey={(d) => d.name}
-          empty="No SIP domains yet."
-          hasMore={list.hasNextPage}
-          loadingMore={list.isFetchingNextPage}
-          onLoadMore={() => void list.fetchNextPage()}
-          columns={[
-            { header: "Domain", cell: (d) => <code>{d.fqdn || lastSegment(d.name)}</code> },
-            { header: "Name", cell: (d) => d.displayName },
-            { header: "Termination", cell: (d) => enumName(Mode, d.callTerminationMode) },
-            { header: "Handlers", cell: (d) => d.callTerminationHandlerUris.join(" ") },
-            { header: "CIDR blocks", cell: (d) => d.cidrBlocks.map((b) => b.cidrBlock).join(" ") },
-            { header: "Created", cell: (d) => time(d.createTime) },
-            { header: "Deleted", cell: (d) => (d.deleteTime === undefined ? "" : time(d.deleteTime)) },
-            {
-              header: "Actions",
-              cell: (d) =>
-                canWrite === true && d.deleteTime === undefined ? (
-                  <span className="actions">
-                    <button
-                      type="button"
-                      onClick={() => setEditing(d.name)}
-                      aria-label={`Edit ${lastSegment(d.name)}`}
-                    >
-                      Edit
-                    </button>
-                    <button
-                      type="button"
-                      onClick={() => remove.mutate({ name: d.name })}
-                      aria-label={`Delete ${lastSegment(d.name)}`}
-                    >
-                      Delete
-                    </button>
-                  </span>
-                ) : null,
-            },
-          ]}
-        />
-      )}
+      <ListTable
+        list={list}
+        errorTitle="Could not list SIP domains"
+        notices={<ErrorBanner error={remove.error} title="Could not delete the domain" />}
+        caption="SIP domains"
+        rows={rows}
+        rowKey={(d) => d.name}
+        empty="No SIP domains yet."
+        columns={[
+          { header: "Domain", cell: (d) => <code>{d.fqdn || lastSegment(d.name)}</code> },
+          { header: "Name", cell: (d) => d.displayName },
+          { header: "Termination", cell: (d) => enumName(Mode, d.callTerminationMode) },
+          { header: "Handlers", cell: (d) => d.callTerminationHandlerUris.join(" ") },
+          { header: "CIDR blocks", cell: (d) => d.cidrBlocks.map((b) => b.cidrBlock).join(" ") },
+          { header: "Created", cell: (d) => time(d.createTime) },
+          { header: "Deleted", cell: (d) => (d.deleteTime === undefined ? "" : time(d.deleteTime)) },
+          {
+            header: "Actions",
+            cell: (d) =>
+              canWrite === true && d.deleteTime === undefined ? (
+                <span className="actions">
+                  <button
+                    type="button"
+                    onClick={() => setEditing(d.name)}
+                    aria-label={`Edit ${lastSegment(d.name)}`}
+                  >
+                    Edit
+                  </button>
+                  <button
+                    type="button"
+                    onClick={() => remove.mutate({ name: d.name })}
+                    aria-label={`Delete ${lastSegment(d.name)}`}
+                  >
+                    Delete
+                  </button>
+                </span>
+              ) : null,
+          },
+        ]}
+      />
       {edited !== undefined && (
         <DomainForm key={edited.name} domain={edited} onDone={() => setEditing(undefined)} />
       )}
@@ -113,7 +100,7 @@ export default function SipDomainsPage() {
 function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => void }) {
   const { session } = useSession();
   const id = useId();
-  const refresh = useRefresh();
+  const refresh = useRefresh(SipDomains);
   const [domainId, setDomainId] = useState("");
   const [displayName, setDisplayName] = useState(domain?.displayName ?? "");
   const [mode, setMode] = useState<Mode>(domain?.callTerminationMode ?? Mode.PROGRAMMABLE);
@@ -160,42 +147,33 @@ function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => voi
       <h2>{title}</h2>
       <div className="row">
         {domain === undefined && (
-          <Field
+          <TextField
             label="Domain ID"
             id={`${id}-id`}
-            hint={idInvalid ? "2 to 30 lower-case letters, digits or dashes." : undefined}
-          >
-            <input
-              id={`${id}-id`}
-              required
-              value={domainId}
-              aria-invalid={idInvalid}
-              onChange={(e) => setDomainId(e.target.value)}
-            />
-          </Field>
+            invalid={idInvalid && "2 to 30 lower-case letters, digits or dashes."}
+            required
+            value={domainId}
+            onChange={setDomainId}
+          />
         )}
-        <Field label="Display name" id={`${id}-name`}>
-          <input id={`${id}-name`} value={displayName} onChange={(e) => setDisplayName(e.target.value)} />
-        </Field>
-        <Field label="Call termination" id={`${id}-mode`}>
-          <select id={`${id}-mode`} value={mode} onChange={(e) => setMode(Number(e.target.value) as Mode)}>
-            {MODES.map((m) => (
-              <option key={m} value={m}>
-                {enumName(Mode, m)}
-              </option>
-            ))}
-          </select>
-        </Field>
-      </div>
-      <Field label="Handler URIs (one per line)" id={`${id}-handlers`}>
-        <textarea
-          id={`${id}-handlers`}
-          rows={2}
-          value={handlers}
-          onChange={(e) => setHandlers(e.target.value)}
+        <TextField label="Display name" id={`${id}-name`} value={displayName} onChange={setDisplayName} />
+        <EnumSelect
+          label="Call termination"
+          id={`${id}-mode`}
+          enumType={Mode}
+          options={MODES}
+          value={mode}
+          onChange={setMode}
         />
-      </Field>
-      <Field
+      </div>
+      <TextAreaField
+        label="Handler URIs (one per line)"
+        id={`${id}-handlers`}
+        rows={2}
+        value={handlers}
+        onChange={setHandlers}
+      />
+      <TextAreaField
         label="CIDR blocks (one per line)"
         id={`${id}-cidrs`}
         hint={
@@ -205,16 +183,12 @@ function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => voi
             <span role="alert">{parsed.problems.join("; ")}</span>
           )
         }
-      >
-        <textarea
-          id={`${id}-cidrs`}
-          rows={3}
-          value={cidrs}
-          aria-invalid={parsed.problems.length > 0}
-          aria-describedby={`${id}-cidrs-hint`}
-          onChange={(e) => setCidrs(e.target.value)}
-        />
-      </Field>
+        rows={3}
+        value={cidrs}
+        aria-invalid={parsed.problems.length > 0}
+        aria-describedby={`${id}-cidrs-hint`}
+        onChange={setCidrs}
+      />
       <div className="actions">
         <button
           type="submit"

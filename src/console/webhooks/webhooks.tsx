@@ -2,16 +2,18 @@
  * The webhook inspector: a project's deliveries filtered by event, state,
  * host and call; a delivery's request, attempts and responses; redelivery.
  */
-import { createConnectQueryKey, useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
-import { useQueryClient } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
 import { useState } from "react";
 import { WebhookDelivery_State as DeliveryState } from "../../../gen/switchboard/admin/v1/webhooks_pb.js";
 import { WebhookDeliveries } from "../../../gen/switchboard/webhooks/v1/webhook_deliveries_pb.js";
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
 import { ErrorBanner } from "../kit/errors.js";
+import { andFilter, EnumFilterSelect, SelectField, TextField, useEnumFilter } from "../kit/fields.js";
 import { duration, enumName, lastSegment, time } from "../kit/format.js";
-import { Field, Page } from "../kit/page.js";
+import { ListTable, PAGED, pagedRows } from "../kit/list.js";
+import { Page } from "../kit/page.js";
+import { useRefresh } from "../kit/refresh.js";
 import { Table } from "../kit/table.js";
 import { href, useRoute } from "../router.js";
 
@@ -28,92 +30,64 @@ export default function WebhooksPage() {
 function Deliveries() {
   const { session } = useSession();
   const [event, setEvent] = useState("");
-  const [state, setState] = useState<DeliveryState>(DeliveryState.STATE_UNSPECIFIED);
+  const state = useEnumFilter("state", DeliveryState, DeliveryState.STATE_UNSPECIFIED, STATES);
   const [host, setHost] = useState("");
   const hostInvalid = !HOST.test(host);
-  const filter = [
+  const filter = andFilter(
     event === "" ? "" : `event = ${event}`,
-    state === DeliveryState.STATE_UNSPECIFIED ? "" : `state = ${enumName(DeliveryState, state)}`,
+    state.clause,
     host === "" || hostInvalid ? "" : `host = "${host}"`,
-  ]
-    .filter((f) => f !== "")
-    .join(" AND ");
+  );
   const list = useInfiniteQuery(
     WebhookDeliveries.method.listWebhookDeliveries,
     { parent: session.project, pageSize: 25, pageToken: "", filter },
-    {
-      pageParamKey: "pageToken",
-      getNextPageParam: (l) => l.nextPageToken || undefined,
-      refetchInterval: 2000,
-    },
+    { ...PAGED, refetchInterval: 2000 },
   );
-  const rows = list.data?.pages.flatMap((p) => p.webhookDeliveries) ?? [];
+  const rows = pagedRows(list, (p) => p.webhookDeliveries);
   return (
     <Page title="Webhooks">
       <div className="filters row">
-        <Field label="Event" id="webhooks-event">
-          <select id="webhooks-event" value={event} onChange={(e) => setEvent(e.target.value)}>
-            <option value="">Any</option>
-            {EVENTS.map((e) => (
-              <option key={e} value={e}>
-                {e}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label="State" id="webhooks-state">
-          <select
-            id="webhooks-state"
-            value={state}
-            onChange={(e) => setState(Number(e.target.value) as DeliveryState)}
-          >
-            <option value={DeliveryState.STATE_UNSPECIFIED}>Any</option>
-            {STATES.map((s) => (
-              <option key={s} value={s}>
-                {enumName(DeliveryState, s)}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label="Host" id="webhooks-host" hint={hostInvalid ? "A host name or address." : undefined}>
-          <input
-            id="webhooks-host"
-            value={host}
-            aria-invalid={hostInvalid}
-            onChange={(e) => setHost(e.target.value)}
-          />
-        </Field>
-      </div>
-      <ErrorBanner error={list.error} title="Could not list webhook deliveries" />
-      {list.isPending ? (
-        <p role="status">Loading…</p>
-      ) : (
-        <Table
-          caption="Webhook deliveries"
-          rows={rows}
-          rowKey={(d) => d.name}
-          empty={filter === "" ? "No webhooks sent yet." : "No delivery matches these filters."}
-          hasMore={list.hasNextPage}
-          loadingMore={list.isFetchingNextPage}
-          onLoadMore={() => void list.fetchNextPage()}
-          columns={[
-            {
-              header: "Delivery",
-              cell: (d) => <a href={href("webhooks", lastSegment(d.name))}>{lastSegment(d.name)}</a>,
-            },
-            { header: "Event", cell: (d) => d.eventType },
-            { header: "State", cell: (d) => enumName(DeliveryState, d.state) },
-            { header: "Attempts", cell: (d) => String(d.attempts.length) },
-            { header: "To", cell: (d) => d.uris.join(" ") },
-            {
-              header: "Call",
-              cell: (d) =>
-                d.call === "" ? "" : <a href={href("call", lastSegment(d.call))}>{lastSegment(d.call)}</a>,
-            },
-            { header: "Created", cell: (d) => time(d.createTime) },
-          ]}
+        <SelectField
+          label="Event"
+          id="webhooks-event"
+          any=""
+          options={EVENTS}
+          value={event}
+          onChange={setEvent}
         />
-      )}
+        <EnumFilterSelect label="State" id="webhooks-state" filter={state} />
+        <TextField
+          label="Host"
+          id="webhooks-host"
+          invalid={hostInvalid && "A host name or address."}
+          value={host}
+          onChange={setHost}
+        />
+      </div>
+      <ListTable
+        list={list}
+        errorTitle="Could not list webhook deliveries"
+        caption="Webhook deliveries"
+        rows={rows}
+        rowKey={(d) => d.name}
+        empty={filter === "" ? "No webhooks sent yet." : "No delivery matches these filters."}
+        columns={[
+          {
+            header: "Delivery",
+            cell: (d) => <a href={href("webhooks", lastSegment(d.name))}>{lastSegment(d.name)}</a>,
+          },
+          { header: "Event", cell: (d) => d.eventType },
+          { header: "State", cell: (d) => enumName(DeliveryState, d.state) },
+          { header: "Attempts", cell: (d) => String(d.attempts.length) },
+          { header: "To", cell: (d) => d.uris.join(" ") },
+          {
+            header: "Call",
+            cell: (d) =>
+              d.call === "" ? "" : <a href={href("call", lastSegment(d.call))}>{lastSegment(d.call)}</a>,
+          },
+          { header: "Created", cell: (d) => time(d.createTime) },
+        ]}
+      />
     </Page>
   );
 }
@@ -128,18 +102,13 @@ function pretty(body: string): string {
 
 function Delivery({ id }: { id: string }) {
   const { session } = useSession();
-  const queryClient = useQueryClient();
+  const refresh = useRefresh(WebhookDeliveries);
   const name = `${session.project}/webhookDeliveries/${id}`;
   const canRedeliver = useCan(WebhookDeliveries.method.redeliverWebhookDelivery, {
     name: `${session.project}/webhookDeliveries/0`,
   });
   const delivery = useQuery(WebhookDeliveries.method.getWebhookDelivery, { name }, { refetchInterval: 2000 });
-  const redeliver = useMutation(WebhookDeliveries.method.redeliverWebhookDelivery, {
-    onSuccess: () =>
-      queryClient.invalidateQueries({
-        queryKey: createConnectQueryKey({ schema: WebhookDeliveries, cardinality: undefined }),
-      }),
-  });
+  const redeliver = useMutation(WebhookDeliveries.method.redeliverWebhookDelivery, { onSuccess: refresh });
   const d = delivery.data;
   return (
     <Page title={`Webhook ${id}`}>
