@@ -143,7 +143,7 @@ describe.each(testDatabases().slice(0, 1))("the console: a newcomer's path ($nam
       await dialog.getByRole("button", { name: "Download" }).click();
       expect((await download).suggestedFilename()).toBe(`switchboard-key-${projectId}.txt`);
       await dialog.getByRole("button", { name: "I have saved it" }).click();
-      await dialog.waitFor({ state: "detached" });
+      await page.locator("dialog.secret").waitFor({ state: "detached" });
       // Shown once: nowhere on the page any more.
       expect(await page.content()).not.toContain(secret);
       await page.getByRole("button", { name: "Sign out" }).click();
