@@ -26,7 +26,7 @@ import {
   testConfig,
 } from "../support/app.js";
 import { TestClock } from "../support/clock.js";
-import { testDatabases, useTestDatabase } from "../support/db.js";
+import { describePostgres, postgresTestBackend, testDatabases, useTestDatabase } from "../support/db.js";
 import { startS3, type TestS3 } from "../support/s3.js";
 
 const RATE = 8000;
@@ -183,8 +183,8 @@ describe("switchboard recordings migrate-blobs", () => {
     expect(help.out.join("\n")).toMatch(/--from-dir DIR/);
   });
 
-  describe.runIf(process.env.TEST_DATABASE_URL)("on PostgreSQL", () => {
-    const database = useTestDatabase(testDatabases()[1]!);
+  describePostgres("on PostgreSQL", () => {
+    const database = useTestDatabase(postgresTestBackend()!);
     const clock = new TestClock("2026-03-01T10:00:00.000Z");
     let s3: TestS3;
     let blobDir: string;
