@@ -9,6 +9,11 @@ import { DEFAULT_LOG_BUFFER_BYTES } from "./log.js";
 import { loadMessageRates, type MessageRates } from "./messaging/messages/rates.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
+import {
+  loadSipCarrierSettings,
+  type SipCarrierSettings,
+  SipCarrierSettingsError,
+} from "./telephony/sip-carrier/settings.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
 import {
   loadSipDomainsConfig,
@@ -104,6 +109,8 @@ export interface Config {
     advertisedHost: string | undefined;
     digestAlgorithms: Array<"SHA-256" | "MD5">;
   };
+  /** SIP_OUTBOUND, RTP_PORT_MIN, RTP_PORT_MAX: real calls over the SIP edge (src/telephony/sip-carrier/settings.ts). */
+  sipCarrier: SipCarrierSettings;
   /** SIP domains: base domain and the collaboration platform (src/voice/sip-domains/config.ts). */
   sipDomains: SipDomainsConfig;
   /**
@@ -561,6 +568,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       advertisedHost: env.SIP_ADVERTISED_HOST || undefined,
       digestAlgorithms: digestAlgorithms(env.SIP_DIGEST_ALGORITHMS),
     },
+    sipCarrier: sipCarrier(env),
     sipDomains: sipDomains(env),
     sipCredentialsKey: sipCredentialsKey(env.SIP_CREDENTIALS_KEY),
     simulatorTimeScale: simulatorTimeScale(env),
@@ -607,6 +615,15 @@ function messageRates(env: NodeJS.ProcessEnv): MessageRates {
     return loadMessageRates(env);
   } catch (err) {
     if (err instanceof CallRatesError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function sipCarrier(env: NodeJS.ProcessEnv): SipCarrierSettings {
+  try {
+    return loadSipCarrierSettings(env);
+  } catch (err) {
+    if (err instanceof SipCarrierSettingsError) throw new ConfigError(err.message);
     throw err;
   }
 }

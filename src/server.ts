@@ -423,6 +423,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         log,
         operatorToken: operatorToken.token,
         replicaId: engine.id,
+        engine,
       });
       return sipEdge;
     },

@@ -61,6 +61,7 @@ import { phoneNumberInstancesService } from "./numbering/phone-number-instances/
 import { regulatoryListingsService } from "./numbering/regulatory-listings/service.js";
 import { TokenUrl } from "./oauth/token-url.js";
 import { createRecordings, type RecordingsDomain, recordingsService } from "./recordings/index.js";
+import { CarrierRouter } from "./telephony/carrier-router.js";
 import { RealScheduler, type Scheduler } from "./telephony/scheduler.js";
 import { createSimulatorCarrier, simulatorRoutes } from "./telephony/simulator/index.js";
 import { simulatorAdminService } from "./telephony/simulator/service.js";
@@ -124,7 +125,11 @@ export function createMessageNetwork(
   });
 }
 
-/** The call engine of the service: the carrier simulator on `scheduler` (real timers by default). */
+/**
+ * The call engine of the service: the carrier simulator on `scheduler` (real
+ * timers by default), behind a CarrierRouter the SIP edge attaches its
+ * SipCarrier to when it starts.
+ */
 export function createCallEngine(
   deps: Omit<Deps, "engine">,
   options: { scheduler?: Scheduler } = {},
@@ -138,7 +143,8 @@ export function createCallEngine(
   const kick = deps.kickWebhooks;
   return new CallEngine({
     db: deps.db,
-    carrier,
+    // The simulator until the SIP edge starts and attaches its carrier (src/telephony/carrier-router.ts).
+    carrier: new CarrierRouter(carrier),
     scheduler: carrier.scheduler,
     log: deps.log,
     rates: deps.config.callRates,

@@ -17,9 +17,17 @@ import {
   tagOf,
   toOf,
 } from "./message.js";
-import type { ServerTransaction } from "./transaction.js";
+import type { ClientTransaction, ServerTransaction } from "./transaction.js";
 import type { Peer, TransportName } from "./transport.js";
 import { parseNameAddr, parseUri } from "./uri.js";
+
+/** What a UAC may follow of its INVITE: provisional responses, and the transaction (to CANCEL it). */
+export interface InviteHooks {
+  /** A 1xx response (180 Ringing, 183 Session Progress). */
+  progress?(response: SipResponse): void;
+  /** The client transaction just sent (again after a digest challenge). */
+  started?(transaction: ClientTransaction): void;
+}
 
 export class DialogLayer {
   private readonly dialogs = new Map<string, Dialog>();
@@ -120,7 +128,7 @@ export class DialogLayer {
       body?: Buffer;
       /** Answer one 401/407 challenge with these (outbound trunks). */
       credentials?: Credentials;
-    },
+    } & InviteHooks,
   ): Promise<{ response: SipResponse; dialog: Dialog | undefined }> {
     const headers = new SipHeaders([
       ["From", `${options.from};tag=${randomToken()}`],
@@ -138,10 +146,10 @@ export class DialogLayer {
       headers,
       body: options.body ?? Buffer.alloc(0),
     };
-    let response = await this.send(request, destination, undefined);
+    let response = await this.send(request, destination, undefined, options);
     const retry =
       options.credentials === undefined ? undefined : authorize(request, response, options.credentials);
-    if (retry !== undefined) response = await this.send(retry, destination, undefined);
+    if (retry !== undefined) response = await this.send(retry, destination, undefined, options);
     return {
       response,
       dialog: this.dialogs.get(
@@ -151,11 +159,17 @@ export class DialogLayer {
   }
 
   /** Sends a request through a client transaction; a 2xx to INVITE creates (initial) or updates the dialog and is ACKed. */
-  send(request: SipRequest, destination: Peer, dialog: Dialog | undefined): Promise<SipResponse> {
+  send(
+    request: SipRequest,
+    destination: Peer,
+    dialog: Dialog | undefined,
+    hooks: InviteHooks = {},
+  ): Promise<SipResponse> {
     return new Promise((resolve) => {
       let settled = false;
-      this.endpoint.sendRequest(request, destination, {
+      const tx = this.endpoint.sendRequest(request, destination, {
         response: (response) => {
+          if (response.status < 200) hooks.progress?.(response);
           if (response.status >= 200 && response.status < 300 && request.method === "INVITE") {
             (dialog ?? this.uacDialog(request, response, destination)).acknowledge(response);
           }
@@ -176,6 +190,7 @@ export class DialogLayer {
           });
         },
       });
+      hooks.started?.(tx);
     });
   }
 

@@ -263,6 +263,11 @@ export interface IncomingCallRequest {
   to: string;
   /** The caller: E.164, a SIP URI, or empty when withheld. */
   from: string;
+  /**
+   * The SIP Call-ID of the INVITE that brought the call, when a SIP edge
+   * delivered it (the router gives such a call to the SipCarrier holding it).
+   */
+  sipCallId?: string;
 }
 
 /** The network: a simulator today, a SIP trunk adapter later. */

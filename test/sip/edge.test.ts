@@ -3,7 +3,8 @@
  * softphone meets it: OPTIONS answered, REGISTER challenged with digest
  * (SHA-256 and MD5), bindings stored in the database, refusals for unknown
  * and closed domains, wrong passwords and someone else's address-of-record,
- * INVITE refused 501 (calls still run on the simulator), scanners ignored.
+ * INVITE challenged on a domain with users (the calls: test/sip-carrier),
+ * scanners ignored.
  * The UA writes literal SIP on a raw socket and computes its digest answers
  * itself with node:crypto.
  */
@@ -201,7 +202,7 @@ describe.each(testDatabases())("the SIP edge on $name", (backend) => {
     expect(refused.status).toBe(403);
   });
 
-  it("refuses INVITE with 501: calls over SIP are not built yet", async () => {
+  it("challenges an INVITE to a domain with users (the calls themselves: test/sip-carrier)", async () => {
     const id = await domain(true);
     const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
     const res = await send(
@@ -220,8 +221,8 @@ describe.each(testDatabases())("the SIP edge on $name", (backend) => {
       ].join("\n"),
       (m) => m.text.includes(branch) && (m.status ?? 0) >= 200,
     );
-    expect(res.status).toBe(501);
-    expect(res.reason).toMatch(/not implemented/i);
+    expect(res.status).toBe(401);
+    expect(res.headers("WWW-Authenticate").length).toBeGreaterThan(0);
   });
 
   it("gives a scanner no answer, and still answers others", async () => {

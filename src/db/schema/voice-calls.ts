@@ -92,6 +92,12 @@ export const calls = pgTable(
     endedBy: text("ended_by", { enum: CALL_END_SIDES }),
     /** Incoming SIP calls: the address the INVITE came from (the simulator's `source_ip`); null otherwise. */
     sipSourceIp: text("sip_source_ip"),
+    /**
+     * Calls over the SIP edge (src/telephony/sip-carrier): the SIP Call-ID of
+     * the call's INVITE (received or sent); null for the simulator's calls,
+     * whose Call-ID is derived (src/voice/calls/proto.ts).
+     */
+    sipCallId: text("sip_call_id"),
     /** answer_duration in milliseconds; null until an answered call ends. */
     answerDurationMs: bigint("answer_duration_ms", { mode: "number" }),
     createTime: timestamptz("create_time").notNull(),

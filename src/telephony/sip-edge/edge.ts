@@ -5,9 +5,12 @@
  * - OPTIONS: 200 (the core answers it), for keep-alives and monitoring;
  * - REGISTER: SIP users of domains that allow it (./register.ts), with
  *   bindings in the database that every replica reads;
- * - INVITE: 501, with a reason phrase saying that calls over SIP are not
- *   built yet: every call still runs on the carrier simulator. Nothing
- *   pretends to ring.
+ * - INVITE: real calls (../sip-carrier/inbound.ts): digest when the domain
+ *   has users, then the domain's rules and termination mode; PROGRAMMABLE
+ *   calls are driven by the call engine on the SipCarrier
+ *   (../sip-carrier/carrier.ts), which this edge attaches to the engine's
+ *   CarrierRouter (../carrier-router.ts) — outgoing `sip:` calls then go
+ *   out here too (SIP_OUTBOUND). Without an engine to attach to: 501.
  * Scanners (friendly-scanner and kin) get no answer at all; every refusal
  * is logged with its source and counted in /metrics
  * (`switchboard_sip_refused_total`).
@@ -19,13 +22,23 @@ import type { Clock } from "../../clock.js";
 import type { Config } from "../../config.js";
 import type { Db } from "../../db/client.js";
 import type { Logger } from "../../log.js";
+import { numberingDomains } from "../../numbering/domains.js";
 import { registry } from "../../observability/metrics.js";
 import { SipEndpoint } from "../../sip/endpoint.js";
 import { SipBindError, type TransportName } from "../../sip/transport.js";
+import type { CallEngine } from "../../voice/calls/engine.js";
+import { IncomingCalls } from "../../voice/calls/incoming.js";
+import { SipDomainsDomain } from "../../voice/sip-domains/domain.js";
 import { VoiceStore } from "../../voice/sip-domains/repository.js";
 import { Registrar } from "../../voice/sip-registrations/registrar.js";
 import { SipUsersDomain } from "../../voice/sip-users/domain.js";
+import { CarrierRouter } from "../carrier-router.js";
 import { RealScheduler } from "../scheduler.js";
+import { SipCarrier } from "../sip-carrier/carrier.js";
+import { inviteHandler } from "../sip-carrier/inbound.js";
+import { outboundTargets } from "../sip-carrier/outbound.js";
+import { RtpPorts } from "../sip-carrier/rtp-ports.js";
+import { DigestRealms } from "./digest-realms.js";
 import { registerHandler } from "./register.js";
 
 export interface SipEdgeOptions {
@@ -33,6 +46,8 @@ export interface SipEdgeOptions {
   db: Db;
   clock: Clock;
   log: Logger;
+  /** The call engine whose CarrierRouter takes the SipCarrier; without one INVITE is 501. */
+  engine?: CallEngine;
   /** The operator token: digest nonces are signed with a key derived from it (the same on every replica). */
   operatorToken: string;
   replicaId: string;
@@ -48,6 +63,8 @@ const refusals = new Counter({
 export interface SipEdge {
   /** The bound address of each transport listening. */
   local(transport: TransportName): { address: string; port: number } | undefined;
+  /** The SipCarrier attached to the engine, when there is one. */
+  readonly carrier: SipCarrier | undefined;
   close(): Promise<void>;
 }
 
@@ -98,31 +115,75 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     }
     throw err;
   }
+  const nonceKey = createHmac("sha256", options.operatorToken)
+    .update("switchboard sip digest nonces")
+    .digest();
+  const digests = new DigestRealms({ nonceKey, clock: options.clock, algorithms: sip.digestAlgorithms });
+  const registrar = new Registrar(store, options.clock);
   endpoint.onRequest(
     "REGISTER",
     registerHandler({
       domains: store.sipDomains,
       users,
-      registrar: new Registrar(store, options.clock),
+      registrar,
       baseDomain: config.sipDomains.baseDomain,
       algorithms: sip.digestAlgorithms,
-      nonceKey: createHmac("sha256", options.operatorToken).update("switchboard sip digest nonces").digest(),
+      nonceKey,
+      digests,
       clock: options.clock,
       replicaId: options.replicaId,
       log,
       refused: count,
     }),
   );
-  endpoint.onInvite((tx) => {
-    count("invite-not-implemented");
-    tx.respond(tx.reply(501, "Calls Over SIP Are Not Implemented Yet"));
-  });
+  const engine = options.engine;
+  const router = engine?.options.carrier instanceof CarrierRouter ? engine.options.carrier : undefined;
+  let sipCarrier: SipCarrier | undefined;
+  if (engine !== undefined && router !== undefined) {
+    const carrier = new SipCarrier({
+      endpoint,
+      scheduler: endpoint.scheduler,
+      ports: new RtpPorts(sip.host, config.sipCarrier.rtpPortMin, config.sipCarrier.rtpPortMax),
+      mediaAddress: sip.advertisedHost ?? endpoint.transport.local("UDP")?.address ?? sip.host,
+      log,
+      targetsOf: outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain }),
+    });
+    endpoint.onInvite(
+      inviteHandler({
+        carrier,
+        incoming: new IncomingCalls({
+          db: options.db,
+          numbers: numberingDomains(options.db, options.clock, config).instances,
+          clock: options.clock,
+          engine,
+          sipDomains: new SipDomainsDomain(store, options.clock, config.sipDomains, users),
+        }),
+        domains: store.sipDomains,
+        users,
+        digests,
+        baseDomain: config.sipDomains.baseDomain,
+        log,
+        refused: count,
+      }),
+    );
+    router.attachSip(carrier, { outbound: config.sipCarrier.outbound });
+    sipCarrier = carrier;
+  } else {
+    endpoint.onInvite((tx) => {
+      count("invite-not-implemented");
+      tx.respond(tx.reply(501, "Calls Over SIP Need The Call Engine"));
+    });
+  }
   for (const transport of ["UDP", "TCP", "TLS"] as const) {
     const local = endpoint.transport.local(transport);
     if (local) log.info({ transport, address: local.address, port: local.port }, "SIP listening");
   }
   return {
     local: (transport) => endpoint.transport.local(transport),
-    close: () => endpoint.close(),
+    carrier: sipCarrier,
+    close: () => {
+      if (sipCarrier !== undefined) router?.detachSip(sipCarrier);
+      return endpoint.close();
+    },
   };
 }

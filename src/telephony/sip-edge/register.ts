@@ -16,7 +16,6 @@
  */
 import type { Clock } from "../../clock.js";
 import type { Logger } from "../../log.js";
-import { DigestServer } from "../../sip/digest.js";
 import type { RequestHandler } from "../../sip/endpoint.js";
 import { callIdOf, cseqOf, toOf } from "../../sip/message.js";
 import type { ServerTransaction } from "../../sip/transaction.js";
@@ -25,6 +24,7 @@ import { formatUri, parseNameAddr, splitOutsideQuotes } from "../../sip/uri.js";
 import type { SipDomainsRepository } from "../../voice/sip-domains/repository.js";
 import type { RegisterContact, Registrar } from "../../voice/sip-registrations/registrar.js";
 import type { SipUserCredentials, SipUsersDomain } from "../../voice/sip-users/domain.js";
+import { DigestRealms } from "./digest-realms.js";
 
 export interface RegisterDeps {
   domains: Pick<SipDomainsRepository, "findById">;
@@ -39,6 +39,8 @@ export interface RegisterDeps {
   /** This replica, recorded on the bindings it writes. */
   replicaId: string;
   log: Logger;
+  /** Digest servers shared with INVITE (./digest-realms.ts); made from the fields above when absent. */
+  digests?: DigestRealms;
   /** Counts a refused REGISTER by reason (/metrics). */
   refused?: (reason: string) => void;
 }
@@ -79,20 +81,10 @@ function contactsOf(values: string[]): { wildcard: boolean; contacts: RegisterCo
 }
 
 export function registerHandler(deps: RegisterDeps): RequestHandler {
-  const servers = new Map<string, DigestServer>();
-  const digestFor = (realm: string) => {
-    let server = servers.get(realm);
-    if (server === undefined) {
-      server = new DigestServer({
-        realm,
-        secret: deps.nonceKey,
-        clock: deps.clock,
-        algorithms: deps.algorithms,
-      });
-      servers.set(realm, server);
-    }
-    return server;
-  };
+  const realms =
+    deps.digests ??
+    new DigestRealms({ nonceKey: deps.nonceKey, clock: deps.clock, algorithms: deps.algorithms });
+  const digestFor = (realm: string) => realms.for(realm);
 
   const refuse = (tx: ServerTransaction, source: Peer, status: number, reason: string, why: string) => {
     deps.refused?.(why);

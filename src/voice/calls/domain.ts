@@ -106,6 +106,7 @@ const CALL_DEFAULTS = {
   priceNanos: null,
   endedBy: null,
   sipSourceIp: null,
+  sipCallId: null,
   answerDurationMs: null,
   startTime: null,
   ringTime: null,

@@ -194,7 +194,15 @@ export class CallEngine {
       }
       case "incoming":
       case "trunk": {
-        call.leg = await carrier.receiveCall({ callId: row.id, to: row.to, from: row.from }, call.events());
+        call.leg = await carrier.receiveCall(
+          {
+            callId: row.id,
+            to: row.to,
+            from: row.from,
+            ...(row.sipCallId === null ? {} : { sipCallId: row.sipCallId }),
+          },
+          call.events(),
+        );
         if (call.terminal) break;
         if (plan.kind === "bridge") {
           const result = await dial(call, { ...forwardRequest(`tel:${plan.to}`, plan.from) });

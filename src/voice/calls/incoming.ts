@@ -88,6 +88,8 @@ export interface IncomingCall {
   sipDomain: string;
   sourceIp: string;
   user: string;
+  /** The SIP Call-ID of the INVITE that brought the call (the SIP edge); absent on the simulator. */
+  sipCallId?: string;
 }
 
 export interface IncomingCallsDeps {
@@ -108,7 +110,7 @@ type NewIncomingCall = Pick<
   CallRow,
   "projectId" | "to" | "from" | "isPrivate" | "transport" | "handlerUris" | "recording"
 > &
-  Partial<Pick<CallRow, "sipSourceIp">>;
+  Partial<Pick<CallRow, "sipSourceIp" | "sipCallId">>;
 
 function phoneViolations(field: string, value: string): FieldViolation[] {
   if (value === "") return [{ field, description: "is required", reason: "required" }];
@@ -216,6 +218,7 @@ export class IncomingCalls {
       isPrivate: input.isPrivate,
       transport: "SIP" as const,
       sipSourceIp: input.sourceIp,
+      ...(input.sipCallId === undefined ? {} : { sipCallId: input.sipCallId }),
       recording: callRecordingSettings(domain.callRecording),
     };
     switch (domain.callTerminationMode) {

@@ -52,10 +52,12 @@ export function callerOrigin(from: string): { location: NumberLocation | undefin
 }
 
 /**
- * The SIP Call-ID of a SIP call. The simulated network has no INVITE of its
- * own, so it is derived: the call's id at the host of `to` (its domain).
+ * The SIP Call-ID of a SIP call: its INVITE's when it went over the SIP edge
+ * (`sip_call_id`). The simulated network has no INVITE of its own, so there
+ * it is derived: the call's id at the host of `to` (its domain).
  */
-export function sipCallId(row: Pick<CallRow, "id" | "to">): string {
+export function sipCallId(row: Pick<CallRow, "id" | "to"> & { sipCallId?: string | null }): string {
+  if (row.sipCallId !== undefined && row.sipCallId !== null && row.sipCallId !== "") return row.sipCallId;
   const host = row.to.split("@")[1] ?? "";
   return host === "" ? row.id : `${row.id}@${host}`;
 }

@@ -1,0 +1,354 @@
+/**
+ * The SipCarrier: the Carrier (../carrier.ts) of real calls over the SIP
+ * edge's endpoint (src/sip/), one RTP session per call (./rtp-session.ts).
+ *
+ * Incoming: the edge's INVITE handler (./inbound.ts) has authorized the
+ * INVITE and negotiated its SDP; it `hold`s the INVITE under its Call-ID
+ * before the call is created, and the engine's `receiveCall` (the request
+ * carries `sipCallId`) takes it: 180 Ringing, the leg ringing. `answer()`
+ * sends 200 with the SDP answer (retransmitted until the ACK; no ACK in
+ * 64*T1 → BYE, the leg ends failed SIP_ACK_TIMEOUT, RFC 3261 §13.3.1.4);
+ * `reject` 486 / 603; `hangUp()` before the answer 480, after it BYE. A
+ * CANCEL (the endpoint answers 200 and 487) or a BYE from the caller ends
+ * the leg `remote-hangup`. Re-INVITEs are answered with the same media
+ * (our port and codec; the peer's new address, hold or resume followed).
+ *
+ * Outgoing (`placeCall` to a `sip:` URI, ./outbound.ts resolves where to):
+ * INVITE with an offer (PCMU, PCMA, telephone-event) → 180/183 ringing, 2xx
+ * answered (ACKed by the dialog layer), 486/600 busy, 603 rejected, no
+ * final answer within timeoutSeconds → CANCEL and no-answer; other 3xx-6xx
+ * (and 408 from the transaction) failed with error code `SIP_<status>`; an
+ * answer without a usable SDP: BYE, failed SIP_488. 401/407 are answered
+ * once with `credentialsFor(request)` (none by default: the trunk work
+ * plugs into it).
+ */
+import type { Logger } from "../../log.js";
+import type { Credentials } from "../../sip/authorize.js";
+import type { Dialog } from "../../sip/dialog.js";
+import { DialogLayer } from "../../sip/dialog-layer.js";
+import type { SipEndpoint } from "../../sip/endpoint.js";
+import type { SipResponse } from "../../sip/message.js";
+import {
+  createAnswer,
+  createOffer,
+  type Negotiated,
+  negotiate,
+  parseAudio,
+  SdpError,
+} from "../../sip/sdp.js";
+import type { ClientTransaction, ServerTransaction } from "../../sip/transaction.js";
+import type { Peer } from "../../sip/transport.js";
+import type {
+  Carrier,
+  CarrierCallRequest,
+  CarrierEvents,
+  CarrierLeg,
+  IncomingCallRequest,
+} from "../carrier.js";
+import type { Scheduler } from "../scheduler.js";
+import { type LegSignalling, SipLeg } from "./leg.js";
+import type { RtpPorts } from "./rtp-ports.js";
+import { RtpSession } from "./rtp-session.js";
+
+/** An authorized INVITE waiting for the engine's receiveCall. */
+interface HeldInvite {
+  tx: ServerTransaction;
+  source: Peer;
+  session: RtpSession;
+  answerSdp: string;
+  leg: SipLeg | undefined;
+  cancelled: boolean;
+}
+
+/** Where an outgoing call goes: the Request-URI and the next hop. */
+export interface OutboundTarget {
+  uri: string;
+  destination: Peer;
+}
+
+export interface SipCarrierOptions {
+  endpoint: SipEndpoint;
+  /** Real time: RTP pacing and SIP timers (never a scaled simulator's). */
+  scheduler: Scheduler;
+  ports: RtpPorts;
+  /** The address written in SDP (SIP_ADVERTISED_HOST, else the bound address). */
+  mediaAddress: string;
+  log: Logger;
+  /** Where a `sip:` destination is reached (./outbound.ts); empty when it cannot be. */
+  targetsOf(to: string): Promise<OutboundTarget[]>;
+  /** Digest credentials for an outgoing call's 401/407; none by default. */
+  credentialsFor?(request: CarrierCallRequest): Credentials | undefined;
+}
+
+export const SIP_ERROR_PREFIX = "SIP_";
+
+export class SipCarrier implements Carrier {
+  readonly layer: DialogLayer;
+  private readonly held = new Map<string, HeldInvite>();
+  private readonly byDialog = new Map<string, { leg: SipLeg; session: RtpSession; version: number }>();
+  private sessionIds = Math.floor(Math.random() * 1_000_000);
+
+  constructor(private readonly options: SipCarrierOptions) {
+    this.layer = new DialogLayer(options.endpoint, {
+      request: (dialog, tx) => this.inDialog(dialog, tx),
+      terminated: (dialog, why) => {
+        const entry = this.byDialog.get(dialog.id);
+        this.byDialog.delete(dialog.id);
+        if (entry === undefined) return;
+        if (why === "no-ack") {
+          entry.leg.end({
+            cause: "failed",
+            errorCode: "SIP_ACK_TIMEOUT",
+            errorMessage: "The caller never acknowledged the answer (no ACK in 64*T1)",
+          });
+        } else if (why === "bye-received") entry.leg.end({ cause: "remote-hangup" });
+      },
+    });
+  }
+
+  /** A new RTP session (its socket bound in the RTP port range). */
+  async openSession(): Promise<RtpSession> {
+    return new RtpSession(await this.options.ports.open(), this.options.scheduler, this.options.mediaAddress);
+  }
+
+  /** Our SDP for a session: an answer to `offer`, or an offer. */
+  private sdp(
+    session: RtpSession,
+    offer: string | undefined,
+    version: number,
+  ): { sdp: string; negotiated?: Negotiated } {
+    const local = {
+      address: this.options.mediaAddress,
+      port: session.port,
+      sessionId: this.sessionIds,
+      sessionVersion: version,
+    };
+    return offer === undefined ? { sdp: createOffer(local) } : createAnswer(offer, local);
+  }
+
+  /**
+   * Holds an authorized INVITE for the engine (./inbound.ts): answers `offer`
+   * (SdpError: no common codec) and keeps it under its Call-ID. The INVITE
+   * being cancelled meanwhile is remembered.
+   */
+  hold(callId: string, tx: ServerTransaction, source: Peer, offer: string, session: RtpSession): void {
+    const { sdp, negotiated } = this.sdp(session, offer, 1);
+    session.configure({ ...negotiated!, remote: negotiated!.remote });
+    const held: HeldInvite = { tx, source, session, answerSdp: sdp, leg: undefined, cancelled: false };
+    this.held.set(callId, held);
+    tx.user = {
+      cancelled: () => {
+        held.cancelled = true;
+        held.leg?.end({ cause: "remote-hangup" });
+        if (held.leg === undefined) return;
+        this.held.delete(callId);
+      },
+    };
+  }
+
+  /** Whether an INVITE with this Call-ID waits for the engine. */
+  holds(sipCallId: string | undefined): boolean {
+    return sipCallId !== undefined && this.held.has(sipCallId);
+  }
+
+  /** The edge gives up an INVITE the engine did not take (refused, or no engine): its RTP closes. */
+  release(callId: string): HeldInvite | undefined {
+    const held = this.held.get(callId);
+    if (held === undefined || held.leg !== undefined) return undefined;
+    this.held.delete(callId);
+    held.session.close();
+    return held;
+  }
+
+  async receiveCall(request: IncomingCallRequest, events: CarrierEvents): Promise<CarrierLeg> {
+    const sipCallId = request.sipCallId ?? "";
+    const held = this.held.get(sipCallId);
+    if (held === undefined || held.leg !== undefined) {
+      throw new Error(`no SIP INVITE with Call-ID ${sipCallId} waits for call ${request.callId}`);
+    }
+    const { tx, source, session } = held;
+    const signalling: LegSignalling = {
+      accept: () => {
+        this.held.delete(sipCallId);
+        const dialog = this.layer.accept(tx, source, { body: Buffer.from(held.answerSdp) });
+        if (dialog === undefined) return false;
+        this.byDialog.set(dialog.id, { leg, session, version: 1 });
+        return true;
+      },
+      refuse: (status, reason) => {
+        this.held.delete(sipCallId);
+        tx.respond(tx.reply(status, reason));
+      },
+      cancel: () => {},
+      bye: () => this.bye(leg),
+    };
+    const leg: SipLeg = new SipLeg(
+      request.callId,
+      "incoming",
+      events,
+      session,
+      this.options.scheduler,
+      signalling,
+    );
+    held.leg = leg;
+    leg.rang();
+    if (held.cancelled) {
+      this.held.delete(sipCallId);
+      this.options.scheduler.after(0, () => leg.end({ cause: "remote-hangup" }));
+    } else {
+      tx.respond(tx.reply(180, "Ringing", [["Contact", this.layer.contact(source.transport)]]));
+    }
+    return leg;
+  }
+
+  private bye(leg: SipLeg): void {
+    for (const [id, entry] of this.byDialog) {
+      if (entry.leg !== leg) continue;
+      this.byDialog.delete(id);
+      const dialog = this.layer.get(id);
+      if (dialog !== undefined && dialog.state !== "terminated") void dialog.bye();
+    }
+  }
+
+  /** An in-dialog request other than BYE/ACK: re-INVITE answered with the same media, OPTIONS/INFO 200. */
+  private inDialog(dialog: Dialog, tx: ServerTransaction): void {
+    const method = tx.request.method;
+    if (method !== "INVITE") {
+      if (method === "OPTIONS" || method === "INFO" || method === "UPDATE") tx.respond(tx.reply(200));
+      else
+        tx.respond(tx.reply(405, undefined, [["Allow", "INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, UPDATE"]]));
+      return;
+    }
+    const entry = this.byDialog.get(dialog.id);
+    if (entry === undefined) {
+      tx.respond(tx.reply(481));
+      return;
+    }
+    const offer = tx.request.body.length > 0 ? tx.request.body.toString("utf8") : undefined;
+    try {
+      entry.version++;
+      const { sdp, negotiated } = this.sdp(entry.session, offer, entry.version);
+      if (negotiated !== undefined) entry.session.configure(negotiated);
+      dialog.answer(tx, { body: Buffer.from(sdp) });
+    } catch (err) {
+      if (!(err instanceof SdpError)) throw err;
+      tx.respond(tx.reply(488, `Not Acceptable Here: ${err.message}`));
+    }
+  }
+
+  async placeCall(request: CarrierCallRequest, events: CarrierEvents): Promise<CarrierLeg> {
+    const session = await this.openSession();
+    let transaction: ClientTransaction | undefined;
+    let destination: Peer | undefined;
+    let timedOut = false;
+    const cancel = () => {
+      if (transaction !== undefined && destination !== undefined) {
+        this.options.endpoint.cancel(transaction, destination, { response: () => {}, timeout: () => {} });
+      }
+    };
+    const signalling: LegSignalling = {
+      accept: () => false,
+      refuse: () => {},
+      cancel,
+      bye: () => this.bye(leg),
+    };
+    const leg: SipLeg = new SipLeg(
+      request.callId,
+      "outgoing",
+      events,
+      session,
+      this.options.scheduler,
+      signalling,
+    );
+    const timer = this.options.scheduler.after(request.timeoutSeconds, () => {
+      if (leg.state === "ended" || leg.state === "answered") return;
+      timedOut = true;
+      cancel();
+      leg.end({
+        cause: "no-answer",
+        errorCode: "NO_ANSWER",
+        errorMessage: `Nobody answered within ${request.timeoutSeconds} seconds`,
+      });
+    });
+    const fail = (status: number, message: string) =>
+      leg.end({ cause: "failed", errorCode: `${SIP_ERROR_PREFIX}${status}`, errorMessage: message });
+    const run = async () => {
+      const targets = await this.options.targetsOf(request.to);
+      const target = targets[0];
+      if (target === undefined) {
+        fail(404, `${request.to} cannot be reached: no registered contact or address`);
+        return;
+      }
+      destination = target.destination;
+      const offer = this.sdp(session, undefined, 1).sdp;
+      const credentials = this.options.credentialsFor?.(request);
+      const from = request.from.startsWith("sip:")
+        ? `<${request.from}>`
+        : `<sip:${request.from === "" ? "anonymous" : request.from}@${this.options.endpoint.sentBy(destination.transport).host}>`;
+      const { response, dialog } = await this.layer.invite(target.uri, destination, {
+        from,
+        to: `<${request.to}>`,
+        body: Buffer.from(offer),
+        ...(credentials === undefined ? {} : { credentials }),
+        progress: (r) => {
+          if ((r.status === 180 || r.status === 183) && leg.state === "setup") leg.rang();
+        },
+        started: (tx) => {
+          transaction = tx;
+        },
+      });
+      timer.cancel();
+      if (response.status >= 200 && response.status < 300 && dialog !== undefined) {
+        if (leg.state === "ended") {
+          void dialog.bye();
+          return;
+        }
+        this.byDialog.set(dialog.id, { leg, session, version: 1 });
+        try {
+          const negotiated = negotiate(parseAudio(response.body.toString("utf8")));
+          session.configure(negotiated);
+        } catch (err) {
+          if (!(err instanceof SdpError)) throw err;
+          this.bye(leg);
+          fail(488, `The answer's SDP cannot be used: ${err.message}`);
+          return;
+        }
+        leg.connected();
+        return;
+      }
+      if (leg.state === "ended" || timedOut) return;
+      leg.end(outcomeOf(response));
+    };
+    run().catch((err: unknown) => {
+      this.options.log.error({ err, call: request.callId }, "outgoing SIP call failed");
+      timer.cancel();
+      fail(500, "The call could not be placed over SIP");
+    });
+    return leg;
+  }
+}
+
+/** How a final non-2xx response to our INVITE ends the leg. */
+export function outcomeOf(response: SipResponse) {
+  const status = response.status;
+  const reason = `${status} ${response.reason}`;
+  if (status === 486 || status === 600) {
+    return {
+      cause: "busy" as const,
+      errorCode: "BUSY",
+      errorMessage: `The called party is busy (${reason})`,
+    };
+  }
+  if (status === 603) {
+    return {
+      cause: "rejected" as const,
+      errorCode: "REJECTED",
+      errorMessage: `The call was declined (${reason})`,
+    };
+  }
+  return {
+    cause: "failed" as const,
+    errorCode: `${SIP_ERROR_PREFIX}${status}`,
+    errorMessage: `The call failed: ${reason}`,
+  };
+}

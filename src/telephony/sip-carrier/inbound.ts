@@ -1,0 +1,224 @@
+/**
+ * INVITE at the SIP edge: a new call from a SIP endpoint (softphone, PBX).
+ *
+ * 1. The Request-URI names the dialled user and, by its host, the domain:
+ *    `sip:<user>@<sipDomainId>.<SIP base domain>`; any other host is a call
+ *    to the service's address, matched by source network to a
+ *    domain-optional domain (rule 4). No user part: 404.
+ * 2. A named, live domain with SIP users challenges the INVITE (401 with
+ *    WWW-Authenticate, SHA-256 and MD5, the domain's FQDN as the realm; the
+ *    same nonces as REGISTER, ../sip-edge/digest-realms.ts) until it carries
+ *    the credentials of one of its enabled users; wrong ones are challenged
+ *    again. Unnamed calls are not challenged (their domain is not known
+ *    before resolution).
+ * 3. A named PSTN_TRUNK domain: 501 (bridging a SIP caller to the PSTN is
+ *    the trunk work, not built yet).
+ * 4. The SDP offer (src/sip/sdp.ts): none, unusable or no codec in common
+ *    (PCMU, PCMA) → 488. An RTP socket is opened (none free → 503).
+ * 5. The INVITE is held by the SipCarrier under its Call-ID and the call
+ *    goes to IncomingCalls (src/voice/calls/incoming.ts) as a SIP domain
+ *    call with the real source address, the authenticated user and
+ *    `sipCallId` = Call-ID; the engine takes it from the carrier
+ *    (receiveCall: 180 Ringing) and answers it when the handlers need it.
+ *    Refusals map to SIP (`sipRefusal`):
+ *
+ *    | refusal (resolveSipCall / incoming.ts)                | SIP |
+ *    | ----------------------------------------------------- | --- |
+ *    | DOMAIN_NOT_FOUND, NO_MATCHING_DOMAIN, DOMAIN_DELETED  | 404 |
+ *    | INVALID_ARGUMENT (the dialled user is not a number…)  | 404 |
+ *    | SOURCE_IP_NOT_ALLOWED, INVALID_SOURCE_IP,             | 403 |
+ *    | DOMAIN_UNUSABLE, DOMAIN_NAME_REQUIRED,                |     |
+ *    | AUTHENTICATION_REQUIRED, TERMINATION_DISABLED         |     |
+ *    | AMBIGUOUS_DOMAIN                                      | 480 |
+ *    | CHANNEL_LIMIT_REACHED                                 | 486 |
+ *    | the database unavailable, the engine not taking calls | 503 (Retry-After: 5) |
+ *    | anything else                                         | 500 |
+ *
+ *    The reason phrase carries the refusal's code, e.g. `Forbidden
+ *    (SOURCE_IP_NOT_ALLOWED)`. Every refusal is logged with its source and
+ *    counted (`switchboard_sip_refused_total`).
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import type { Logger } from "../../log.js";
+import type { RequestHandler } from "../../sip/endpoint.js";
+import { callIdOf, fromOf } from "../../sip/message.js";
+import { negotiate, parseAudio, SdpError } from "../../sip/sdp.js";
+import type { ServerTransaction } from "../../sip/transaction.js";
+import type { Peer } from "../../sip/transport.js";
+import { formatUri } from "../../sip/uri.js";
+import type { IncomingCall } from "../../voice/calls/incoming.js";
+import type { SipDomainsRepository } from "../../voice/sip-domains/repository.js";
+import type { SipUsersDomain } from "../../voice/sip-users/domain.js";
+import type { DigestRealms } from "../sip-edge/digest-realms.js";
+import { domainIdOf } from "../sip-edge/register.js";
+import type { SipCarrier } from "./carrier.js";
+import { NoRtpPortError } from "./rtp-ports.js";
+
+export interface InviteDeps {
+  carrier: SipCarrier;
+  incoming: { receive(call: IncomingCall): Promise<unknown> };
+  domains: Pick<SipDomainsRepository, "findById">;
+  users: Pick<SipUsersDomain, "credentials" | "hasUsers">;
+  digests: DigestRealms;
+  baseDomain: string;
+  log: Logger;
+  refused?: (reason: string) => void;
+}
+
+const STATUS_OF_CODE: Record<string, [number, string]> = {
+  DOMAIN_NOT_FOUND: [404, "Not Found"],
+  NO_MATCHING_DOMAIN: [404, "Not Found"],
+  DOMAIN_DELETED: [404, "Not Found"],
+  SOURCE_IP_NOT_ALLOWED: [403, "Forbidden"],
+  INVALID_SOURCE_IP: [403, "Forbidden"],
+  DOMAIN_UNUSABLE: [403, "Forbidden"],
+  DOMAIN_NAME_REQUIRED: [403, "Forbidden"],
+  AUTHENTICATION_REQUIRED: [403, "Forbidden"],
+  TERMINATION_DISABLED: [403, "Forbidden"],
+  AMBIGUOUS_DOMAIN: [480, "Temporarily Unavailable"],
+  CHANNEL_LIMIT_REACHED: [486, "Busy Here"],
+};
+
+/** The SIP answer to an error of IncomingCalls.receive: status, reason phrase and the code counted. */
+export function sipRefusal(err: unknown): { status: number; reason: string; code: string } {
+  if (err instanceof ConnectError) {
+    const code = err.findDetails(ErrorInfoSchema)[0]?.reason ?? "";
+    const mapped = STATUS_OF_CODE[code];
+    if (mapped !== undefined) return { status: mapped[0], reason: `${mapped[1]} (${code})`, code };
+    if (err.code === Code.InvalidArgument)
+      return { status: 404, reason: "Not Found (INVALID_ARGUMENT)", code: "INVALID_ARGUMENT" };
+    if (err.code === Code.Unavailable)
+      return { status: 503, reason: "Service Unavailable", code: "UNAVAILABLE" };
+  }
+  return { status: 500, reason: "Server Internal Error", code: "INTERNAL" };
+}
+
+export function inviteHandler(deps: InviteDeps): RequestHandler {
+  const refuse = (
+    tx: ServerTransaction,
+    source: Peer,
+    status: number,
+    reason: string,
+    why: string,
+    headers: Array<[string, string]> = [],
+  ) => {
+    deps.refused?.(`invite-${why}`);
+    deps.log.info(
+      { source: `${source.transport} ${source.address}:${source.port}`, status, why },
+      "SIP INVITE refused",
+    );
+    tx.respond(tx.reply(status, reason.replace(/[\r\n]/g, " "), headers));
+  };
+
+  const handle = async (tx: ServerTransaction, source: Peer): Promise<void> => {
+    const request = tx.request;
+    const callId = callIdOf(request);
+    if (deps.carrier.holds(callId)) {
+      refuse(tx, source, 482, "Loop Detected", "duplicate-call-id");
+      return;
+    }
+    const dialled = request.uri.user === undefined ? "" : decodeURIComponent(request.uri.user);
+    if (dialled === "") {
+      refuse(tx, source, 404, "Not Found (No User In Request-URI)", "no-user");
+      return;
+    }
+    const host = request.uri.host;
+    const sipDomainId = domainIdOf(host, deps.baseDomain);
+    let username = "";
+    if (sipDomainId !== undefined) {
+      const row = await deps.domains.findById(sipDomainId);
+      if (row !== undefined && row.deleteTime === null) {
+        if (row.callTerminationMode === "PSTN_TRUNK") {
+          refuse(tx, source, 501, "PSTN Trunk Calls Over SIP Are Not Implemented Yet", "pstn-trunk");
+          return;
+        }
+        if (await deps.users.hasUsers({ projectId: row.projectId, id: row.id })) {
+          const realm = `${sipDomainId}.${deps.baseDomain}`;
+          const digest = deps.digests.for(realm);
+          const result = await digest.verify(
+            request.method,
+            request.headers.get("Authorization"),
+            async (name, alg) => {
+              const found = await deps.users.credentials(sipDomainId, name);
+              if (found === undefined || found.disabled || found.realm !== realm) return undefined;
+              return alg === "MD5" ? found.ha1Md5 : found.ha1Sha256;
+            },
+          );
+          if (!result.ok) {
+            if (result.reason !== "missing") deps.refused?.(`invite-digest-${result.reason}`);
+            tx.respond(
+              tx.reply(
+                401,
+                "Unauthorized",
+                digest.challenge(result.reason === "stale").map((c) => ["WWW-Authenticate", c]),
+              ),
+            );
+            return;
+          }
+          username = result.username;
+        }
+      }
+    }
+    const offer = request.body.toString("utf8");
+    try {
+      if (offer.trim() === "") throw new SdpError("an INVITE without an SDP offer is not supported");
+      negotiate(parseAudio(offer));
+    } catch (err) {
+      if (!(err instanceof SdpError)) throw err;
+      refuse(tx, source, 488, `Not Acceptable Here (${err.message})`, "sdp");
+      return;
+    }
+    let session: Awaited<ReturnType<SipCarrier["openSession"]>>;
+    try {
+      session = await deps.carrier.openSession();
+    } catch (err) {
+      if (!(err instanceof NoRtpPortError)) throw err;
+      deps.log.warn({ err }, "no RTP port for an incoming SIP call");
+      refuse(tx, source, 503, "Service Unavailable (No RTP Port)", "no-rtp-port", [["Retry-After", "5"]]);
+      return;
+    }
+    deps.carrier.hold(callId, tx, source, offer, session);
+    const from = fromOf(request);
+    const privacy = (request.headers.get("Privacy") ?? "").toLowerCase();
+    const isPrivate = privacy.includes("id") || from.uri.user?.toLowerCase() === "anonymous";
+    try {
+      await deps.incoming.receive({
+        to: dialled,
+        from: isPrivate ? "" : formatUri({ ...from.uri, params: new Map(), headers: undefined }),
+        isPrivate,
+        sipDomain: sipDomainId === undefined ? "" : host,
+        sourceIp: source.address,
+        user: username,
+        sipCallId: callId,
+      });
+    } catch (err) {
+      deps.carrier.release(callId);
+      const refusal = sipRefusal(err);
+      if (refusal.status >= 500) deps.log.error({ err }, "incoming SIP call failed");
+      refuse(
+        tx,
+        source,
+        refusal.status,
+        refusal.reason,
+        refusal.code.toLowerCase(),
+        refusal.status === 503 ? [["Retry-After", "5"]] : [],
+      );
+      return;
+    }
+    // The engine takes the call synchronously when it starts it; still held: it is not taking calls.
+    if (deps.carrier.release(callId) !== undefined) {
+      refuse(tx, source, 503, "Service Unavailable (Not Taking Calls)", "engine-stopped", [
+        ["Retry-After", "5"],
+      ]);
+    }
+  };
+
+  return (tx, source) => {
+    handle(tx, source).catch((err: unknown) => {
+      deps.log.error({ err }, "SIP INVITE failed");
+      deps.carrier.release(callIdOf(tx.request));
+      tx.respond(tx.reply(500, "Server Internal Error"));
+    });
+  };
+}

@@ -1,0 +1,320 @@
+/**
+ * One call leg over SIP (a CarrierLeg, ../carrier.ts): its state as the
+ * engine sees it, and its media on the call's RtpSession (./rtp-session.ts).
+ * The SIP side (200/486/603/480 to an INVITE, CANCEL, BYE) is the carrier's,
+ * reached through `LegSignalling`; the carrier tells the leg what the
+ * network did (ringing, answered, ended).
+ *
+ * Media, as far as it is real today (full media is issue #28):
+ * - `say` sends what the simulator's say is (speech-like audio, seed
+ *   `<callId>:say:<n>`, level 0.4, speechSeconds(text) long: there is no
+ *   text to speech yet) and `play` what the simulator plays for the uri
+ *   (tones or silence of the given length), as G.711 RTP paced 20 ms a
+ *   packet; each resolves once its last packet left (completed) or the leg
+ *   ended (not completed);
+ * - `capture` (call recording): channel [0] = what the peer sent plus what
+ *   we sent, by RTP timestamp; never a second channel (bridging is not
+ *   built); no `speech` (nothing transcribes real audio here);
+ * - `recordCaller`: the peer's audio until maxSeconds, the stop key (RFC
+ *   4733), the leg's end, or silenceTimeoutSeconds without a sample louder
+ *   than SILENCE_LEVEL;
+ * - `collectDigits`: RFC 4733 telephone-events, each press once; keys
+ *   pressed while nothing collects wait for the next collection;
+ * - `fork`: the peer's audio every frame, and samples given played out;
+ * - `bridge` throws: relaying media between two legs is issue #28.
+ */
+
+import { FrameClock, schedulerTimers } from "../../media/frame-clock.js";
+import { seedFrom, speechLikeWindow, tone } from "../../recordings/audio/signal.js";
+import type {
+  AudioCapture,
+  CallEnd,
+  CapturedAudio,
+  CarrierEvents,
+  CarrierLeg,
+  CollectDigitsOptions,
+  ForkEvents,
+  ForkOptions,
+  MediaFork,
+  MediaResult,
+  RecordCallerOptions,
+  RecordCallerResult,
+} from "../carrier.js";
+import type { Scheduler, Timer } from "../scheduler.js";
+import { SAY_LEVEL, soundOfUri, speechSeconds, TONE_LEVEL } from "../simulator/media.js";
+import { type RtpSession, SAMPLE_RATE } from "./rtp-session.js";
+
+/** Samples at or below this magnitude count as silence for Record's silence timeout. */
+export const SILENCE_LEVEL = 300;
+
+/** What the leg asks of the SIP side. */
+export interface LegSignalling {
+  /** Incoming: 200 OK with our SDP answer; false when the INVITE was answered meanwhile (cancelled). */
+  accept(): boolean;
+  /** Incoming, before the answer: a final refusal. */
+  refuse(status: number, reason: string): void;
+  /** Outgoing, before the answer: CANCEL. */
+  cancel(): void;
+  /** After the answer: BYE. */
+  bye(): void;
+}
+
+export class SipLeg implements CarrierLeg {
+  state: CarrierLeg["state"] = "setup";
+  remoteAudio: CarrierLeg["remoteAudio"];
+  readonly bridgedWith: CarrierLeg | undefined = undefined;
+  private answering = false;
+  private says = 0;
+  private keys = "";
+  private readonly waiters = new Set<() => void>();
+  private keyListener: (() => void) | undefined;
+
+  constructor(
+    readonly callId: string,
+    readonly direction: "incoming" | "outgoing",
+    private readonly events: CarrierEvents,
+    readonly session: RtpSession,
+    private readonly scheduler: Scheduler,
+    private readonly signalling: LegSignalling,
+  ) {
+    session.onDigit((key) => {
+      this.keys += key;
+      this.keyListener?.();
+    });
+  }
+
+  // --- what the network did (the carrier calls these) ---
+
+  /** Incoming: taken ringing (no event); outgoing: 180/183. */
+  rang(): void {
+    if (this.state !== "setup") return;
+    this.state = "ringing";
+    if (this.direction === "outgoing") this.events.ringing();
+  }
+
+  /** The call is answered (our 200 sent, or the peer's 200 received): media flows. */
+  connected(): void {
+    if (this.state === "ended" || this.state === "answered") return;
+    this.state = "answered";
+    this.remoteAudio = "speech";
+    this.session.start();
+    this.events.answered({ remoteAudio: "speech" });
+  }
+
+  /** The leg ended; the event fires once. */
+  end(end: CallEnd): void {
+    if (this.state === "ended") return;
+    this.state = "ended";
+    this.endPosition = this.session.position();
+    this.session.close();
+    for (const w of [...this.waiters]) w();
+    this.waiters.clear();
+    this.events.ended(end);
+  }
+
+  private endPosition: number | undefined;
+
+  private position(): number {
+    return this.endPosition ?? this.session.position();
+  }
+
+  // --- what the engine asks ---
+
+  hangUp(): void {
+    if (this.state === "ended") return;
+    if (this.state === "answered") this.signalling.bye();
+    else if (this.direction === "incoming") this.signalling.refuse(480, "Temporarily Unavailable");
+    else this.signalling.cancel();
+    this.end({ cause: "local-hangup" });
+  }
+
+  bridge(other: CarrierLeg): void {
+    if (other === this) throw new Error("cannot bridge a leg with itself");
+    if (!(other instanceof SipLeg)) throw new Error("can only bridge legs of the same carrier");
+    throw new Error("bridging two SIP legs is not implemented yet (media relay: issue #28)");
+  }
+
+  answer(): void {
+    if (this.direction !== "incoming") throw new Error("cannot answer an outgoing call");
+    if (this.state !== "ringing") throw new Error(`cannot answer a call that is ${this.state}`);
+    if (this.answering) throw new Error("cannot answer a call already being answered");
+    this.answering = true;
+    if (!this.signalling.accept()) return; // cancelled meanwhile: the CANCEL ends the leg
+    this.scheduler.after(0, () => this.connected());
+  }
+
+  reject(cause: "busy" | "rejected"): void {
+    if (this.direction !== "incoming") throw new Error("cannot reject an outgoing call");
+    if (this.state !== "ringing") throw new Error(`cannot reject a call that is ${this.state}`);
+    if (this.answering) throw new Error("cannot reject a call already being answered");
+    if (cause === "busy") this.signalling.refuse(486, "Busy Here");
+    else this.signalling.refuse(603, "Decline");
+    this.end({
+      cause,
+      errorCode: cause === "busy" ? "BUSY" : "REJECTED",
+      errorMessage: cause === "busy" ? "The call was refused busy" : "The call was declined",
+    });
+  }
+
+  /** Sends samples; completed once the last packet left, not when the leg ended first. */
+  private async send(samples: Int16Array): Promise<MediaResult> {
+    if (this.state !== "answered") return { completed: false };
+    const sent = await this.session.send(samples);
+    return { completed: sent && this.state === "answered" };
+  }
+
+  say(text: string, _options?: { language?: string; voice?: string }): Promise<MediaResult> {
+    const length = Math.round(speechSeconds(text) * SAMPLE_RATE);
+    const seed = seedFrom(`${this.callId}:say:${this.says++}`);
+    return this.send(
+      speechLikeWindow({ seed, sampleRate: SAMPLE_RATE, level: SAY_LEVEL, totalLength: length }, 0, length),
+    );
+  }
+
+  play(audio: { uri: string; durationSeconds: number }): Promise<MediaResult> {
+    const length = Math.max(0, Math.round(audio.durationSeconds * SAMPLE_RATE));
+    const sound = soundOfUri(audio.uri);
+    const samples =
+      sound.kind === "tone"
+        ? tone({ frequency: sound.frequency, sampleRate: SAMPLE_RATE, level: TONE_LEVEL }, 0, length)
+        : new Int16Array(length);
+    return this.send(samples);
+  }
+
+  /** Waits for `ms` of real time, a key, or the leg's end; resolves which. */
+  private wait(seconds: number, onKey: boolean): Promise<"timeout" | "key" | "ended"> {
+    if (this.state !== "answered") return Promise.resolve("ended");
+    return new Promise((resolve) => {
+      let timer: Timer | undefined;
+      const finish = (why: "timeout" | "key" | "ended") => {
+        timer?.cancel();
+        this.waiters.delete(ended);
+        if (onKey) this.keyListener = undefined;
+        resolve(why);
+      };
+      const ended = () => finish("ended");
+      this.waiters.add(ended);
+      if (onKey) this.keyListener = () => finish("key");
+      timer = this.scheduler.after(seconds, () => finish("timeout"));
+    });
+  }
+
+  async collectDigits(options: CollectDigitsOptions): Promise<string> {
+    let collected = "";
+    for (;;) {
+      while (this.keys !== "") {
+        const key = this.keys[0]!;
+        this.keys = this.keys.slice(1);
+        if (options.finishOnKey !== "" && key === options.finishOnKey) return collected;
+        collected += key;
+        if (options.numDigits > 0 && collected.length >= options.numDigits) return collected;
+      }
+      const why = await this.wait(options.timeoutSeconds, true);
+      if (why !== "key") return collected;
+    }
+  }
+
+  private captured(from: number, to: number, local: boolean): CapturedAudio {
+    const samples = this.session.remoteTrack.render(from, Math.max(from, to));
+    if (local) this.session.localTrack.mixInto(samples, from);
+    return {
+      sampleRate: SAMPLE_RATE,
+      channels: [samples],
+      startTime: new Date(this.scheduler.now().getTime() - ((this.position() - from) * 1000) / SAMPLE_RATE),
+      durationSeconds: samples.length / SAMPLE_RATE,
+    };
+  }
+
+  capture(): AudioCapture {
+    const from = this.position();
+    let result: CapturedAudio | undefined;
+    return {
+      stop: () => {
+        result ??= this.captured(from, this.position(), true);
+        return result;
+      },
+    };
+  }
+
+  async recordCaller(options: RecordCallerOptions): Promise<RecordCallerResult> {
+    const from = this.position();
+    const startMs = this.scheduler.now().getTime();
+    let endedBy: RecordCallerResult["endedBy"] | undefined;
+    const tick = 0.1;
+    while (endedBy === undefined) {
+      const why = await this.wait(tick, options.stopKey !== "");
+      const elapsed = (this.scheduler.now().getTime() - startMs) / 1000;
+      if (why === "ended") endedBy = "hangup";
+      else if (why === "key") {
+        const at = this.keys.indexOf(options.stopKey);
+        if (at >= 0) {
+          this.keys = this.keys.slice(at + 1);
+          endedBy = "stop-key";
+        }
+      } else if (elapsed >= options.maxSeconds) endedBy = "max-duration";
+      else if (
+        options.silenceTimeoutSeconds > 0 &&
+        elapsed >= options.silenceTimeoutSeconds &&
+        !this.session.remoteTrack.loud(
+          Math.max(from, this.position() - Math.round(options.silenceTimeoutSeconds * SAMPLE_RATE)),
+          this.position(),
+          SILENCE_LEVEL,
+        )
+      ) {
+        endedBy = "silence";
+      }
+    }
+    const to = Math.min(this.position(), from + Math.round(options.maxSeconds * SAMPLE_RATE));
+    return { endedBy, audio: this.captured(from, to, false) };
+  }
+
+  fork(options: ForkOptions, events: ForkEvents): MediaFork {
+    if (this.state !== "answered") throw new Error(`cannot fork the media of a call that is ${this.state}`);
+    const owner = {};
+    const session = this.session;
+    let sentUpTo = this.position();
+    let closed = false;
+    let outstanding = 0;
+    const frame = Math.round(options.frameSeconds * SAMPLE_RATE);
+    const deliver = (to: number) => {
+      while (!closed && sentUpTo + frame <= to) {
+        events.audio(this.session.remoteTrack.render(sentUpTo, sentUpTo + frame));
+        sentUpTo += frame;
+      }
+    };
+    const clock = new FrameClock(schedulerTimers(this.scheduler), options.frameSeconds, () =>
+      deliver(this.position()),
+    );
+    const onEnd = () => {
+      if (closed) return;
+      clock.stop();
+      const end = this.position();
+      deliver(end);
+      if (end > sentUpTo) events.audio(this.session.remoteTrack.render(sentUpTo, end));
+      closed = true;
+      events.ended();
+    };
+    this.waiters.add(onEnd);
+    return {
+      play: (samples) => {
+        if (closed) return;
+        outstanding++;
+        void this.session.send(samples, owner).then(() => {
+          outstanding--;
+          if (!closed && outstanding === 0) events.drained();
+        });
+      },
+      clear: () => this.session.clear(owner),
+      get queued() {
+        return closed ? 0 : session.queued(owner);
+      },
+      close: () => {
+        if (closed) return;
+        closed = true;
+        clock.stop();
+        this.waiters.delete(onEnd);
+        this.session.clear(owner);
+      },
+    };
+  }
+}

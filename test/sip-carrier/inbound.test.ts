@@ -1,0 +1,284 @@
+/**
+ * Real calls in over SIP (the SipCarrier behind the SIP edge of the real
+ * app: build() + listenSip() on free ports): a raw-socket phone calls a
+ * PROGRAMMABLE domain whose handler is a real local HTTP server. It gets
+ * 100/180/200 with an SDP answer, ACKs, hears the `<Say>` as paced G.711
+ * RTP, and is hung up on with BYE; the Call reads back transport SIP,
+ * sipCallId = the INVITE's Call-ID, COMPLETED. Plus the refusals (DISABLED
+ * 403, no common codec 488), CANCEL → 487, the caller's BYE, a re-INVITE
+ * hold/resume that keeps the call, digest challenge on a domain with users,
+ * and the caller's audio captured by `<Record>`.
+ */
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Call_State, Call_Transport, Calls } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import {
+  SipDomain_TerminationMode as Mode,
+  SipDomains,
+} from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
+import { SipUsers } from "../../gen/switchboard/voice/v1/sip_users_pb.js";
+import { systemClock } from "../../src/clock.js";
+import { type CallRow, calls } from "../../src/db/schema/index.js";
+import { type App, build } from "../../src/server.js";
+import type { Received } from "../sip/ua.js";
+import { createTestClient, newProject, testConfig } from "../support/app.js";
+import { xml } from "../support/calls.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
+import { type Receiver, startReceiver } from "../support/receiver.js";
+import { newSipDomainId } from "../voice/support.js";
+import { digestAnswer, Phone, unmulaw } from "./phone.js";
+
+const BASE = "sip.switchboard.local";
+
+describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
+  const database = useTestDatabase(backend);
+  let app: App;
+  let port: number;
+  let handler: Receiver;
+  const phones: Phone[] = [];
+
+  beforeAll(async () => {
+    app = await build({
+      config: testConfig({
+        SIP_PORT: "0",
+        RTP_PORT_MIN: "0",
+        LOG_LEVEL: "silent",
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+      }),
+      db: database.db,
+    });
+    port = (await app.listenSip()).local("UDP")!.port;
+    handler = await startReceiver();
+  });
+
+  afterAll(async () => {
+    for (const p of phones) p.close();
+    await handler?.close();
+    await app?.close();
+  });
+
+  async function phone(): Promise<Phone> {
+    const p = await Phone.open(port);
+    phones.push(p);
+    return p;
+  }
+
+  /** A domain answering `markup` at /{path}, calls from 127.0.0.1 allowed. */
+  async function domain(
+    markup: string,
+    options: { mode?: Mode; user?: boolean } = {},
+  ): Promise<{ fqdn: string; project: string }> {
+    const path = `/m${Math.random().toString(36).slice(2)}`;
+    const project = await newProject(database.db);
+    const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
+      parent: project,
+      sipDomainId: newSipDomainId("sc"),
+      sipDomain: {
+        callTerminationMode: options.mode ?? Mode.PROGRAMMABLE,
+        callTerminationHandlerUris: [`${handler.base}${path}`],
+        cidrBlocks: [{ cidrBlock: "127.0.0.1/32" }],
+      },
+    });
+    if (options.user) {
+      await createTestClient(SipUsers, database.db, systemClock).createSipUser({
+        parent: d.name,
+        sipUserId: "alice",
+        sipUser: { username: "alice", password: "s3cret-pass" },
+      });
+    }
+    handler.handle((req, res) => {
+      res.setHeader("content-type", "application/xml");
+      res.end(req.path.startsWith(path) ? xml(markup) : xml(""));
+    });
+    return { fqdn: d.fqdn, project };
+  }
+
+  const final = (branch: string) => (m: Received) => m.text.includes(branch) && (m.status ?? 0) >= 200;
+
+  async function row(callId: string, done = false): Promise<CallRow> {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const [r] = await database.db.select().from(calls).where(eq(calls.sipCallId, callId));
+      if (
+        r !== undefined &&
+        (!done || ["COMPLETED", "FAILED", "BUSY", "REJECTED", "NOT_ANSWERED"].includes(r.state))
+      )
+        return r;
+      if (Date.now() > deadline) throw new Error(`call ${callId} not ${done ? "ended" : "found"}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** INVITE → 100, 180, 200 (with SDP) → ACK. */
+  async function connect(p: Phone, uri: string): Promise<{ ok: Received; rtpPort: number }> {
+    const { branch, cseq } = p.invite(uri);
+    expect((await p.sip.inbox.next((m) => m.text.includes(branch) && m.status === 100)).status).toBe(100);
+    const ringing = await p.sip.inbox.next((m) => m.text.includes(branch) && m.status === 180);
+    expect(ringing.reason).toBe("Ringing");
+    const ok = await p.sip.inbox.next(final(branch));
+    expect(ok.status).toBe(200);
+    expect(ok.header("Content-Type")).toBe("application/sdp");
+    p.learn(ok);
+    p.inDialog("ACK", uri, { cseq });
+    return { ok, rtpPort: Phone.mediaPort(ok.body) };
+  }
+
+  it("answers a PROGRAMMABLE call, says <Say> over RTP and hangs up with BYE", async () => {
+    const { fqdn, project } = await domain("<Say>Hello there my friend</Say>");
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    const { ok, rtpPort } = await connect(p, uri);
+    expect(ok.body).toMatch(/^m=audio \d+ RTP\/AVP 0 101\r$/m);
+    expect(ok.body).toMatch(/^c=IN IP4 127\.0\.0\.1\r$/m);
+    expect(rtpPort).toBeGreaterThan(0);
+
+    const bye = await p.sip.inbox.next((m) => m.method === "BYE", 15_000);
+    p.ok(bye);
+    // Four words: 1.6 s of speech, 80 packets of 20 ms.
+    const packets = p.rtp;
+    expect(packets.length).toBe(80);
+    expect(new Set(packets.map((x) => x.from))).toEqual(new Set([rtpPort]));
+    expect(packets.every((x) => x.version === 2 && x.payloadType === 0 && x.payload.length === 160)).toBe(
+      true,
+    );
+    expect(new Set(packets.map((x) => x.ssrc)).size).toBe(1);
+    expect(packets[0]!.marker).toBe(true);
+    expect(packets.slice(1).some((x) => x.marker)).toBe(false);
+    for (let i = 1; i < packets.length; i++) {
+      expect((packets[i]!.sequence - packets[i - 1]!.sequence) & 0xffff).toBe(1);
+      expect((packets[i]!.timestamp - packets[i - 1]!.timestamp) >>> 0).toBe(160);
+    }
+    const peak = Math.max(...packets.flatMap((x) => Array.from(x.payload, (b) => Math.abs(unmulaw(b)))));
+    expect(peak).toBeGreaterThan(5000);
+
+    const r = await row(p.callId, true);
+    const call = await createTestClient(Calls, database.db, systemClock).getCall({
+      name: `${project}/calls/${r.id}`,
+    });
+    expect(call.transport).toBe(Call_Transport.SIP);
+    expect(call.sipCallId).toBe(p.callId);
+    expect(call.state).toBe(Call_State.COMPLETED);
+    expect(call.to).toBe(`sip:1001@${fqdn}`);
+    expect(call.direction).toBeDefined();
+  });
+
+  it("refuses a DISABLED domain with 403 and records no call", async () => {
+    const { fqdn } = await domain("<Say>never</Say>", { mode: Mode.TERMINATION_MODE_DISABLED });
+    const p = await phone();
+    const { branch } = p.invite(`sip:1001@${fqdn}`);
+    const res = await p.sip.inbox.next(final(branch));
+    expect(res.status).toBe(403);
+    expect(res.reason).toContain("TERMINATION_DISABLED");
+    expect(await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId))).toEqual([]);
+  });
+
+  it("refuses an offer with no codec in common with 488", async () => {
+    const { fqdn } = await domain("<Say>never</Say>");
+    const p = await phone();
+    const { branch } = p.invite(`sip:1001@${fqdn}`, { body: p.offer("9") });
+    expect((await p.sip.inbox.next(final(branch))).status).toBe(488);
+  });
+
+  it("refuses an unknown domain with 404", async () => {
+    const p = await phone();
+    const { branch } = p.invite(`sip:1001@nosuchdomain-x1.${BASE}`);
+    const res = await p.sip.inbox.next(final(branch));
+    expect(res.status).toBe(404);
+    expect(res.reason).toContain("DOMAIN_NOT_FOUND");
+  });
+
+  it("ends the call when the caller CANCELs before the answer: 487", async () => {
+    // The handler takes its time: the call rings meanwhile.
+    const { fqdn } = await domain("<Say>late</Say>");
+    handler.handle((_req, res) => {
+      setTimeout(() => {
+        res.setHeader("content-type", "application/xml");
+        res.end(xml("<Say>late</Say>"));
+      }, 3000);
+    });
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    const { branch, cseq } = p.invite(uri);
+    await p.sip.inbox.next((m) => m.text.includes(branch) && m.status === 180);
+    p.cancel(uri, branch, cseq);
+    expect(
+      (await p.sip.inbox.next((m) => m.status === 200 && /CANCEL/.test(m.header("CSeq") ?? ""))).status,
+    ).toBe(200);
+    expect((await p.sip.inbox.next(final(branch))).status).toBe(487);
+    const r = await row(p.callId, true);
+    expect(r.state).toBe("COMPLETED");
+    expect(r.answerTime).toBeNull();
+  });
+
+  it("ends the call COMPLETED when the caller hangs up with BYE", async () => {
+    const { fqdn } = await domain(
+      "<Say>one two three four five six seven eight nine ten eleven twelve</Say>",
+    );
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    await connect(p, uri);
+    await new Promise((r) => setTimeout(r, 300));
+    const { branch } = p.inDialog("BYE", uri);
+    expect((await p.sip.inbox.next(final(branch))).status).toBe(200);
+    const r = await row(p.callId, true);
+    expect(r.state).toBe("COMPLETED");
+    expect(r.endedBy).toBe("REMOTE");
+    expect(r.answerTime).not.toBeNull();
+  });
+
+  it("answers a re-INVITE (hold, resume) with the same media and keeps the call", async () => {
+    const { fqdn } = await domain(
+      "<Say>one two three four five six seven eight nine ten eleven twelve</Say>",
+    );
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    const { rtpPort } = await connect(p, uri);
+    for (const [direction, version, answer] of [
+      ["sendonly", 2, "recvonly"],
+      ["sendrecv", 3, "sendrecv"],
+    ] as const) {
+      const { branch, cseq } = p.inDialog("INVITE", uri, { body: p.offer("0 8 101", direction, version) });
+      const ok = await p.sip.inbox.next(final(branch));
+      expect(ok.status).toBe(200);
+      expect(Phone.mediaPort(ok.body)).toBe(rtpPort);
+      expect(ok.body).toContain(`a=${answer}`);
+      p.inDialog("ACK", uri, { cseq });
+    }
+    expect((await row(p.callId)).state).toBe("IN_PROGRESS");
+    const { branch } = p.inDialog("BYE", uri);
+    expect((await p.sip.inbox.next(final(branch))).status).toBe(200);
+    expect((await row(p.callId, true)).state).toBe("COMPLETED");
+  });
+
+  it("challenges an INVITE to a domain with users, then takes the authenticated call", async () => {
+    const { fqdn } = await domain("<Say>welcome</Say>", { user: true });
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    const first = p.invite(uri);
+    const challenge = await p.sip.inbox.next(final(first.branch));
+    expect(challenge.status).toBe(401);
+    const offered = challenge.headers("WWW-Authenticate");
+    expect(offered.some((c) => c.includes("algorithm=SHA-256"))).toBe(true);
+    expect(offered.some((c) => c.includes("algorithm=MD5"))).toBe(true);
+    p.inDialog("ACK", uri, { cseq: first.cseq });
+
+    const wrong = p.invite(uri, {
+      authorization: digestAnswer(offered[0]!, "INVITE", "alice", "wrong", uri),
+    });
+    expect((await p.sip.inbox.next(final(wrong.branch))).status).toBe(401);
+
+    const good = p.invite(uri, {
+      authorization: digestAnswer(offered[0]!, "INVITE", "alice", "s3cret-pass", uri),
+    });
+    await p.sip.inbox.next((m) => m.text.includes(good.branch) && m.status === 180);
+    const ok = await p.sip.inbox.next(final(good.branch));
+    expect(ok.status).toBe(200);
+    p.learn(ok);
+    p.inDialog("ACK", uri, { cseq: good.cseq });
+    const bye = await p.sip.inbox.next((m) => m.method === "BYE", 15_000);
+    p.ok(bye);
+    const r = await row(p.callId, true);
+    expect(r.state).toBe("COMPLETED");
+    expect(r.from).toBe("sip:alice@127.0.0.1");
+  });
+});
