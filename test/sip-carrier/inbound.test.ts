@@ -12,6 +12,7 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Call_State, Call_Transport, Calls } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import { Recording_State, Recordings } from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import {
   SipDomain_TerminationMode as Mode,
   SipDomains,
@@ -20,13 +21,14 @@ import { SipUsers } from "../../gen/switchboard/voice/v1/sip_users_pb.js";
 import { systemClock } from "../../src/clock.js";
 import { type CallRow, calls } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
+import { parseWav } from "../recordings/audio.js";
 import type { Received } from "../sip/ua.js";
 import { createTestClient, newProject, testConfig } from "../support/app.js";
 import { xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { newSipDomainId } from "../voice/support.js";
-import { digestAnswer, Phone, unmulaw } from "./phone.js";
+import { digestAnswer, mulaw, Phone, unmulaw } from "./phone.js";
 
 const BASE = "sip.switchboard.local";
 
@@ -35,6 +37,7 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
   let app: App;
   let port: number;
   let handler: Receiver;
+  let base: string;
   const phones: Phone[] = [];
 
   beforeAll(async () => {
@@ -48,6 +51,7 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
       db: database.db,
     });
     port = (await app.listenSip()).local("UDP")!.port;
+    base = `http://127.0.0.1:${(await app.listen(0)).port}`;
     handler = await startReceiver();
   });
 
@@ -95,16 +99,15 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
 
   const final = (branch: string) => (m: Received) => m.text.includes(branch) && (m.status ?? 0) >= 200;
 
-  async function row(callId: string, done = false): Promise<CallRow> {
+  /** The call's row once it is ended (`done`), or in `state`, or as soon as it exists. */
+  async function row(callId: string, done: boolean | string = false): Promise<CallRow> {
     const deadline = Date.now() + 15_000;
     for (;;) {
       const [r] = await database.db.select().from(calls).where(eq(calls.sipCallId, callId));
-      if (
-        r !== undefined &&
-        (!done || ["COMPLETED", "FAILED", "BUSY", "REJECTED", "NOT_ANSWERED"].includes(r.state))
-      )
+      const ended = ["COMPLETED", "FAILED", "BUSY", "REJECTED", "NOT_ANSWERED"];
+      if (r !== undefined && (done === false || (done === true ? ended.includes(r.state) : r.state === done)))
         return r;
-      if (Date.now() > deadline) throw new Error(`call ${callId} not ${done ? "ended" : "found"}`);
+      if (Date.now() > deadline) throw new Error(`call ${callId} not ${done === false ? "found" : done}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -244,7 +247,7 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
       expect(ok.body).toContain(`a=${answer}`);
       p.inDialog("ACK", uri, { cseq });
     }
-    expect((await row(p.callId)).state).toBe("IN_PROGRESS");
+    expect((await row(p.callId, "IN_PROGRESS")).state).toBe("IN_PROGRESS");
     const { branch } = p.inDialog("BYE", uri);
     expect((await p.sip.inbox.next(final(branch))).status).toBe(200);
     expect((await row(p.callId, true)).state).toBe("COMPLETED");
@@ -280,5 +283,43 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
     const r = await row(p.callId, true);
     expect(r.state).toBe("COMPLETED");
     expect(r.from).toBe("sip:alice@127.0.0.1");
+  });
+
+  it("records what the caller sends (<Record>, stopped by an RFC 4733 key): the audio decoded as sent", async () => {
+    const { fqdn, project } = await domain('<Record PlayBeep="false" StopKey="#" MaxDurationSeconds="20"/>');
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    const { rtpPort } = await connect(p, uri);
+    await new Promise((r) => setTimeout(r, 500));
+    // One second of a 500 Hz tone, starting at its peak (no zero sample to hide the start).
+    const sent = Int16Array.from({ length: 8000 }, (_, i) =>
+      Math.round(12000 * Math.cos((2 * Math.PI * 500 * i) / 8000)),
+    );
+    await p.sendAudio(rtpPort, sent);
+    await new Promise((r) => setTimeout(r, 200));
+    p.sendDigit(rtpPort, "#", 5000 + 8000 + 1600, 500);
+    const bye = await p.sip.inbox.next((m) => m.method === "BYE", 15_000);
+    p.ok(bye);
+    const r = await row(p.callId, true);
+    expect(r.state).toBe("COMPLETED");
+
+    const recordings = createTestClient(Recordings, database.db, systemClock);
+    const deadline = Date.now() + 15_000;
+    let rec = (await recordings.listRecordings({ parent: `${project}/calls/${r.id}` })).recordings[0];
+    while (rec === undefined || rec.state === Recording_State.PENDING) {
+      if (Date.now() > deadline) throw new Error("no recording");
+      await new Promise((res) => setTimeout(res, 50));
+      rec = (await recordings.listRecordings({ parent: `${project}/calls/${r.id}` })).recordings[0];
+    }
+    expect(rec.state).toBe(Recording_State.SUCCEEDED);
+    const full = await recordings.getRecording({ name: rec.name });
+    const wav = full.audio.find((a) => a.mimeType === "audio/x-wav")!;
+    const res = await fetch(wav.uri.startsWith("http") ? wav.uri : `${base}${wav.uri}`);
+    expect(res.status).toBe(200);
+    const samples = parseWav(Buffer.from(await res.arrayBuffer())).firstChannel;
+    const start = samples.findIndex((x) => x !== 0);
+    expect(start).toBeGreaterThanOrEqual(0);
+    const heard = Array.from(samples.subarray(start, start + sent.length));
+    expect(heard).toEqual(Array.from(sent, (x) => unmulaw(mulaw(x))));
   });
 });

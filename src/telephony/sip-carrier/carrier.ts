@@ -206,7 +206,8 @@ export class SipCarrier implements Carrier {
       if (entry.leg !== leg) continue;
       this.byDialog.delete(id);
       const dialog = this.layer.get(id);
-      if (dialog !== undefined && dialog.state !== "terminated") void dialog.bye();
+      // The edge may have closed (shutdown): a BYE that cannot be sent is dropped.
+      if (dialog !== undefined && dialog.state !== "terminated") dialog.bye().catch(() => {});
     }
   }
 
@@ -300,7 +301,7 @@ export class SipCarrier implements Carrier {
       timer.cancel();
       if (response.status >= 200 && response.status < 300 && dialog !== undefined) {
         if (leg.state === "ended") {
-          void dialog.bye();
+          dialog.bye().catch(() => {});
           return;
         }
         this.byDialog.set(dialog.id, { leg, session, version: 1 });
