@@ -128,12 +128,14 @@ export class DialogLayer {
       body?: Buffer;
       /** Answer one 401/407 challenge with these (outbound trunks). */
       credentials?: Credentials;
+      /** The Call-ID; a random one at our host by default. */
+      callId?: string;
     } & InviteHooks,
   ): Promise<{ response: SipResponse; dialog: Dialog | undefined }> {
     const headers = new SipHeaders([
       ["From", `${options.from};tag=${randomToken()}`],
       ["To", options.to ?? `<${uri}>`],
-      ["Call-ID", `${randomToken(12)}@${this.endpoint.sentBy(destination.transport).host}`],
+      ["Call-ID", options.callId ?? `${randomToken(12)}@${this.endpoint.sentBy(destination.transport).host}`],
       ["CSeq", "1 INVITE"],
       ["Contact", this.contact(destination.transport)],
     ]);

@@ -14,7 +14,8 @@
  * (our port and codec; the peer's new address, hold or resume followed).
  *
  * Outgoing (`placeCall` to a `sip:` URI, ./outbound.ts resolves where to):
- * INVITE with an offer (PCMU, PCMA, telephone-event) → 180/183 ringing, 2xx
+ * INVITE with an offer (PCMU, PCMA, telephone-event; Call-ID `<call id>@<host
+ * of to>`, what the Call shows as sip_call_id) → 180/183 ringing, 2xx
  * answered (ACKed by the dialog layer), 486/600 busy, 603 rejected, no
  * final answer within timeoutSeconds → CANCEL and no-answer; other 3xx-6xx
  * (and 408 from the transaction) failed with error code `SIP_<status>`; an
@@ -289,6 +290,8 @@ export class SipCarrier implements Carrier {
       const { response, dialog } = await this.layer.invite(target.uri, destination, {
         from,
         to: `<${request.to}>`,
+        // What the Call shows as sip_call_id (src/voice/calls/proto.ts): the call's id at the host of `to`.
+        callId: sipCallIdOf(request),
         body: Buffer.from(offer),
         ...(credentials === undefined ? {} : { credentials }),
         progress: (r) => {
@@ -327,6 +330,12 @@ export class SipCarrier implements Carrier {
     });
     return leg;
   }
+}
+
+/** The Call-ID of an outgoing call: the engine's call id at the host of `to` (as proto.ts derives it). */
+function sipCallIdOf(request: CarrierCallRequest): string {
+  const host = (request.to.split("@")[1] ?? "").split(/[;?]/)[0]!;
+  return host === "" ? request.callId : `${request.callId}@${host}`;
 }
 
 /** How a final non-2xx response to our INVITE ends the leg. */

@@ -4,7 +4,9 @@
  * Rules of CreateCall (violations are INVALID_ARGUMENT naming the proto
  * field path; protovalidate has already applied the proto's own rules):
  * - `call.to`: a valid +E.164 number (libphonenumber-js/max `isValid`, and
- *   written in its canonical E.164 form). Only PSTN destinations for now.
+ *   written in its canonical E.164 form): transport PSTN; or a SIP URI
+ *   `sip:user@host[:port]` (`sips:` too; no `?` headers): transport SIP,
+ *   placed over the SIP edge when it runs (src/telephony/carrier-router.ts).
  * - `call.from`: a valid +E.164 number that belongs to an ACTIVE phone
  *   number instance of the project, a number inside a provisioned range
  *   included (`findByNumber`). A number of another project, a suspended,
@@ -63,6 +65,7 @@ import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
 import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
 import { timedStatement } from "../../observability/metrics.js";
+import { parseUri } from "../../sip/uri.js";
 import { admitCall, admitCallDirect } from "./concurrency.js";
 import { compileCallFilter } from "./filter.js";
 import { callJson } from "./proto.js";
@@ -75,7 +78,8 @@ import { callJson } from "./proto.js";
  */
 const INSERT_CALL = `insert into calls (id, project_id, "to", "from", labels, state, direction, transport,
     create_method, handler_uris, state_update_uri, timeout_seconds, recording, create_time, engine_id)
-  values ($1, $2, $3, $4, $5::text::jsonb, 'QUEUED', 'OUTGOING', 'PSTN', 'API',
+  values ($1, $2, $3, $4, $5::text::jsonb, 'QUEUED', 'OUTGOING',
+    case when $3::text like 'sip:%' or $3::text like 'sips:%' then 'SIP' else 'PSTN' end, 'API',
     array(select json_array_elements_text($6::text::json)), $7, $8, $9::text::jsonb, $10::timestamptz, $11)`;
 
 /** INSERT_CALL with its QUEUED state update to state_update_uri ($7), in the same statement (outbox.ts). */
@@ -191,6 +195,17 @@ function isCanonicalE164(value: string): boolean {
   return parsed?.isValid() === true && parsed.number === value;
 }
 
+/** A SIP URI a call can be placed to: `sip:` or `sips:`, a user and a host, no headers. */
+export function isSipDestination(value: string): boolean {
+  if (!/^sips?:/i.test(value)) return false;
+  try {
+    const uri = parseUri(value);
+    return uri.user !== undefined && uri.user !== "" && uri.host !== "" && uri.headers === undefined;
+  } catch {
+    return false;
+  }
+}
+
 function isHttpUrl(value: string): boolean {
   if (!URL.canParse(value)) return false;
   const url = new URL(value);
@@ -201,10 +216,11 @@ function isHttpUrl(value: string): boolean {
 export function callViolations(input: CallInput): FieldViolation[] {
   const v: FieldViolation[] = [];
   if (input.to === "") v.push({ field: "call.to", description: "is required", reason: "required" });
-  else if (!isCanonicalE164(input.to)) {
+  else if (!isCanonicalE164(input.to) && !isSipDestination(input.to)) {
     v.push({
       field: "call.to",
-      description: "must be a valid phone number in E.164 form (+61491570156)",
+      description:
+        "must be a valid phone number in E.164 form (+61491570156) or a SIP URI (sip:alice@example.com)",
       reason: "e164",
     });
   }
@@ -334,7 +350,7 @@ export class CallsDomain {
       labels: input.labels,
       state: "QUEUED",
       direction: "OUTGOING",
-      transport: "PSTN",
+      transport: isSipDestination(input.to) ? "SIP" : "PSTN",
       createMethod: "API",
       handlerUris: o.handlerUris,
       stateUpdateUri: o.stateUpdateUri,

@@ -54,11 +54,12 @@ export function callerOrigin(from: string): { location: NumberLocation | undefin
 /**
  * The SIP Call-ID of a SIP call: its INVITE's when it went over the SIP edge
  * (`sip_call_id`). The simulated network has no INVITE of its own, so there
- * it is derived: the call's id at the host of `to` (its domain).
+ * it is derived: the call's id at the host (and port) of `to`, its domain —
+ * what the SipCarrier sends as the Call-ID of an outgoing call too.
  */
 export function sipCallId(row: Pick<CallRow, "id" | "to"> & { sipCallId?: string | null }): string {
   if (row.sipCallId !== undefined && row.sipCallId !== null && row.sipCallId !== "") return row.sipCallId;
-  const host = row.to.split("@")[1] ?? "";
+  const host = (row.to.split("@")[1] ?? "").split(/[;?]/)[0]!;
   return host === "" ? row.id : `${row.id}@${host}`;
 }
 
