@@ -1,7 +1,7 @@
 /**
  * Interop: SIPp (Debian's `sip-tester`) against the SIP edge of the real
  * app, over UDP and TCP: an OPTIONS ping, a SIP user's REGISTER through
- * SIPp's own digest implementation, and an INVITE refused 501. Run by
+ * SIPp's own digest implementation, and an INVITE challenged 401. Run by
  * `npm run test:interop` (the interop stage of .ci/run installs SIPp);
  * never by `npm test`, which needs nothing but Node.
  */
@@ -122,11 +122,11 @@ describe("SIPp against the SIP edge", () => {
       expect(await bound()).toEqual(["SIPp"]);
     });
 
-    it(`refuses SIPp's INVITE with 501 over ${transport}`, async () => {
+    it(`challenges SIPp's INVITE to a domain with users (401) over ${transport}`, async () => {
       const run = await sipp([
         `127.0.0.1:${port()}`,
         "-sf",
-        join(SCENARIOS, "invite-refused.xml"),
+        join(SCENARIOS, "invite-challenged.xml"),
         "-s",
         `${sipDomainId}.${BASE}`,
         "-t",
