@@ -322,4 +322,21 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
     const heard = Array.from(samples.subarray(start, start + sent.length));
     expect(heard).toEqual(Array.from(sent, (x) => unmulaw(mulaw(x))));
   });
+
+  it("collects RFC 4733 keys for <Input>, each press once", async () => {
+    const { fqdn } = await domain('<Input NumDigits="3" TimeoutSeconds="10" NextUri="digits"/>');
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    const { rtpPort } = await connect(p, uri);
+    await new Promise((r) => setTimeout(r, 300));
+    // Each key: a start packet and its end sent three times (one timestamp): one press.
+    p.sendDigit(rtpPort, "4", 1000, 10);
+    p.sendDigit(rtpPort, "2", 2000, 20);
+    p.sendDigit(rtpPort, "*", 3000, 30);
+    const bye = await p.sip.inbox.next((m) => m.method === "BYE", 15_000);
+    p.ok(bye);
+    const next = handler.requests.find((r) => r.path.endsWith("/digits"));
+    expect(next, "no request to the NextUri").toBeDefined();
+    expect(JSON.parse(next!.body).parameters).toMatchObject({ digits: "42*" });
+  });
 });

@@ -134,7 +134,7 @@ export class SipCarrier implements Carrier {
    */
   hold(callId: string, tx: ServerTransaction, source: Peer, offer: string, session: RtpSession): void {
     const { sdp, negotiated } = this.sdp(session, offer, 1);
-    session.configure({ ...negotiated!, remote: negotiated!.remote });
+    session.configure(negotiated!);
     const held: HeldInvite = { tx, source, session, answerSdp: sdp, leg: undefined, cancelled: false };
     this.held.set(callId, held);
     tx.user = {
