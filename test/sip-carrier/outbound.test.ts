@@ -222,8 +222,8 @@ describe.each(testDatabases())("outbound SIP calls on $name", (backend) => {
     expect(call.state).toBe(Call_State.NOT_ANSWERED);
   });
 
-  it("calls a registered domain user at the contact it registered", async () => {
-    const u = await ua();
+  /** A domain allowing REGISTER with user bob; returns its address-of-record. */
+  async function bobsDomain(): Promise<{ aor: string; fqdn: string }> {
     const project = await newProject(database.db);
     const domain = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
       parent: project,
@@ -235,17 +235,23 @@ describe.each(testDatabases())("outbound SIP calls on $name", (backend) => {
       sipUserId: "bob",
       sipUser: { username: "bob", password: "bob-secret-1" },
     });
-    const aor = `sip:bob@${domain.fqdn}`;
+    return { aor: `sip:bob@${domain.fqdn}`, fqdn: domain.fqdn };
+  }
+
+  /** REGISTERs `u`'s address as a contact of bob (answering the digest challenge). */
+  async function registerBob(u: UdpUa, fqdn: string): Promise<void> {
+    const aor = `sip:bob@${fqdn}`;
+    const callId = `reg-${randomBytes(4).toString("hex")}`;
     const register = (authorization?: string) => {
       const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
       u.send(
         [
-          `REGISTER sip:${domain.fqdn} SIP/2.0`,
+          `REGISTER sip:${fqdn} SIP/2.0`,
           `Via: SIP/2.0/UDP 127.0.0.1:${u.port};branch=${branch};rport`,
           "Max-Forwards: 70",
           `From: <${aor}>;tag=r1`,
           `To: <${aor}>`,
-          "Call-ID: reg-bob",
+          `Call-ID: ${callId}`,
           `CSeq: ${authorization ? 2 : 1} REGISTER`,
           `Contact: <sip:bob@127.0.0.1:${u.port}>`,
           "Expires: 600",
@@ -261,11 +267,14 @@ describe.each(testDatabases())("outbound SIP calls on $name", (backend) => {
     const challenge = await register();
     expect(challenge.status).toBe(401);
     const md5 = challenge.headers("WWW-Authenticate").find((c) => c.includes("MD5"))!;
-    const registered = await register(
-      digestAnswer(md5, "REGISTER", "bob", "bob-secret-1", `sip:${domain.fqdn}`),
-    );
+    const registered = await register(digestAnswer(md5, "REGISTER", "bob", "bob-secret-1", `sip:${fqdn}`));
     expect(registered.status).toBe(200);
+  }
 
+  it("calls a registered domain user at the contact it registered", async () => {
+    const u = await ua();
+    const { aor, fqdn } = await bobsDomain();
+    await registerBob(u, fqdn);
     const created = await create(aor, 3);
     const invite = await u.inbox.next((m) => m.method === "INVITE");
     expect(invite.text.startsWith(`INVITE sip:bob@127.0.0.1:${u.port} SIP/2.0`)).toBe(true);
@@ -273,5 +282,27 @@ describe.each(testDatabases())("outbound SIP calls on $name", (backend) => {
     reply(u, invite, "603 Decline");
     const call = await ended(created.name);
     expect(call.state).toBe(Call_State.REJECTED);
+  });
+
+  it("tries the user's next contact when one is unavailable (480)", async () => {
+    const phones = [await ua(), await ua()];
+    const { aor, fqdn } = await bobsDomain();
+    for (const u of phones) await registerBob(u, fqdn);
+    const created = await create(aor, 10);
+    // Whichever contact is tried first (the registrar's order) refuses; the other is tried next.
+    const deadline = Date.now() + 10_000;
+    let firstUa: UdpUa | undefined;
+    while (firstUa === undefined) {
+      if (Date.now() > deadline) throw new Error("no INVITE reached a contact");
+      firstUa = phones.find((u) => u.inbox.pending.some((m) => m.method === "INVITE"));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const first = { u: firstUa, invite: await firstUa.inbox.next((m) => m.method === "INVITE") };
+    reply(first.u, first.invite, "480 Temporarily Unavailable");
+    const other = phones.find((u) => u !== first.u)!;
+    const second = await other.inbox.next((m) => m.method === "INVITE");
+    expect(second.text.startsWith(`INVITE sip:bob@127.0.0.1:${other.port} SIP/2.0`)).toBe(true);
+    reply(other, second, "603 Decline");
+    expect((await ended(created.name)).state).toBe(Call_State.REJECTED);
   });
 });

@@ -274,20 +274,14 @@ export class SipCarrier implements Carrier {
     });
     const fail = (status: number, message: string) =>
       leg.end({ cause: "failed", errorCode: `${SIP_ERROR_PREFIX}${status}`, errorMessage: message });
-    const run = async () => {
-      const targets = await this.options.targetsOf(request.to);
-      const target = targets[0];
-      if (target === undefined) {
-        fail(404, `${request.to} cannot be reached: no registered contact or address`);
-        return;
-      }
+    const attempt = async (target: OutboundTarget) => {
       destination = target.destination;
       const offer = this.sdp(session, undefined, 1).sdp;
       const credentials = this.options.credentialsFor?.(request);
       const from = request.from.startsWith("sip:")
         ? `<${request.from}>`
         : `<sip:${request.from === "" ? "anonymous" : request.from}@${this.options.endpoint.sentBy(destination.transport).host}>`;
-      const { response, dialog } = await this.layer.invite(target.uri, destination, {
+      return this.layer.invite(target.uri, destination, {
         from,
         to: `<${request.to}>`,
         // What the Call shows as sip_call_id (src/voice/calls/proto.ts): the call's id at the host of `to`.
@@ -299,9 +293,29 @@ export class SipCarrier implements Carrier {
         },
         started: (tx) => {
           transaction = tx;
+          // Hung up while the INVITE was being prepared: cancel it at once.
+          if (leg.state === "ended") cancel();
         },
       });
+    };
+    const run = async () => {
+      const targets = await this.options.targetsOf(request.to);
+      if (targets.length === 0) {
+        timer.cancel();
+        fail(404, `${request.to} cannot be reached: no registered contact or address`);
+        return;
+      }
+      let result: Awaited<ReturnType<typeof attempt>> | undefined;
+      // Serially: a contact that does not answer at all (408), is unavailable (480) or
+      // overloaded (503) gives way to the next one.
+      for (const target of targets) {
+        if (leg.state === "ended") break;
+        result = await attempt(target);
+        if (![408, 480, 503].includes(result.response.status)) break;
+      }
       timer.cancel();
+      if (result === undefined) return;
+      const { response, dialog } = result;
       if (response.status >= 200 && response.status < 300 && dialog !== undefined) {
         if (leg.state === "ended") {
           dialog.bye().catch(() => {});

@@ -4,8 +4,9 @@
  *   of that domain user (src/voice/sip-registrations/), newest first, each
  *   reached at the address its REGISTER came from (so a phone behind NAT is
  *   reached where it registered from) with its Contact as the Request-URI;
- *   none when the user has no binding (the call fails SIP_404). Only the
- *   first is tried today (no forking).
+ *   none when the user has no binding (the call fails SIP_404). They are
+ *   tried one after the other while one answers 408, 480 or 503 (no
+ *   parallel forking).
  * - any other `sip:` URI: its host and port (default 5060; `transport=tcp`
  *   for TCP), the host resolved by A/AAAA lookup (node:dns; no SRV/NAPTR).
  */
