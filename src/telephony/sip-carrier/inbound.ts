@@ -11,8 +11,9 @@
  *    the credentials of one of its enabled users; wrong ones are challenged
  *    again. Unnamed calls are not challenged (their domain is not known
  *    before resolution).
- * 3. A named PSTN_TRUNK domain: 501 (bridging a SIP caller to the PSTN is
- *    the trunk work, not built yet).
+ * 3. A PSTN_TRUNK domain (named, or the domain-optional one the source
+ *    address matches): 501 (bridging a SIP caller to the PSTN is the trunk
+ *    work, not built yet).
  * 4. The SDP offer (src/sip/sdp.ts): none, unusable or no codec in common
  *    (PCMU, PCMA) → 488. An RTP socket is opened (none free → 503).
  * 5. The INVITE is held by the SipCarrier under its Call-ID and the call
@@ -48,6 +49,7 @@ import type { ServerTransaction } from "../../sip/transaction.js";
 import type { Peer } from "../../sip/transport.js";
 import { formatUri } from "../../sip/uri.js";
 import type { IncomingCall } from "../../voice/calls/incoming.js";
+import type { SipCallRequest, SipCallResolution } from "../../voice/sip-domains/call-resolution.js";
 import type { SipDomainsRepository } from "../../voice/sip-domains/repository.js";
 import type { SipUsersDomain } from "../../voice/sip-users/domain.js";
 import type { DigestRealms } from "../sip-edge/digest-realms.js";
@@ -59,6 +61,8 @@ export interface InviteDeps {
   carrier: SipCarrier;
   incoming: { receive(call: IncomingCall): Promise<unknown> };
   domains: Pick<SipDomainsRepository, "findById">;
+  /** Resolves an unnamed call's domain (SipDomainsDomain.resolveSipCall), to refuse PSTN_TRUNK ones early. */
+  resolve?: (call: SipCallRequest) => Promise<SipCallResolution>;
   users: Pick<SipUsersDomain, "credentials" | "hasUsers">;
   digests: DigestRealms;
   baseDomain: string;
@@ -158,6 +162,17 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
           }
           username = result.username;
         }
+      }
+    }
+    if (sipDomainId === undefined && deps.resolve !== undefined) {
+      const resolution = await deps.resolve({
+        domainName: "",
+        sourceIp: source.address,
+        authenticatedUser: false,
+      });
+      if (resolution.allow && resolution.domain.callTerminationMode === "PSTN_TRUNK") {
+        refuse(tx, source, 501, "PSTN Trunk Calls Over SIP Are Not Implemented Yet", "pstn-trunk");
+        return;
       }
     }
     const offer = request.body.toString("utf8");

@@ -140,6 +140,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   const router = engine?.options.carrier instanceof CarrierRouter ? engine.options.carrier : undefined;
   let sipCarrier: SipCarrier | undefined;
   if (engine !== undefined && router !== undefined) {
+    const sipDomains = new SipDomainsDomain(store, options.clock, config.sipDomains, users);
     const carrier = new SipCarrier({
       endpoint,
       scheduler: endpoint.scheduler,
@@ -156,8 +157,9 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
           numbers: numberingDomains(options.db, options.clock, config).instances,
           clock: options.clock,
           engine,
-          sipDomains: new SipDomainsDomain(store, options.clock, config.sipDomains, users),
+          sipDomains,
         }),
+        resolve: (call) => sipDomains.resolveSipCall(call),
         domains: store.sipDomains,
         users,
         digests,
