@@ -23,7 +23,8 @@ import { type CallRow, calls } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
 import { parseWav } from "../recordings/audio.js";
 import type { Received } from "../sip/ua.js";
-import { createTestClient, newProject, testConfig } from "../support/app.js";
+import { connectClient } from "../streams/clients.js";
+import { createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
 import { xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
@@ -348,5 +349,49 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
     const next = handler.requests.find((r) => r.path.endsWith("/digits"));
     expect(next, "no request to the NextUri").toBeDefined();
     expect(JSON.parse(next!.body).parameters).toMatchObject({ digits: "42*" });
+  });
+
+  it("forks the call's media both ways for <Stream>: the caller heard by the bot, the bot by the caller", async () => {
+    const id = `bot-${Math.random().toString(36).slice(2)}`;
+    const { fqdn, project } = await domain(`<Stream Name="${id}" TimeoutSeconds="10"/>`);
+    const client = connectClient(base);
+    const streams = app.engine.streams.size;
+    const stream = client.open(TEST_OPERATOR_TOKEN);
+    stream.send({ setup: { stream: `${project}/streams/${id}`, encoding: "MULAW", sampleRateHertz: 8000 } });
+    for (let i = 0; i < 1000 && app.engine.streams.size === streams && !stream.finished; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    const { rtpPort } = await connect(p, uri);
+    for (let i = 0; i < 1000 && !stream.events.some((e) => e.kind === "callConnected"); i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(stream.events.some((e) => e.kind === "callConnected")).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+
+    // The bot speaks: half a second of a 1 kHz tone, as μ-law.
+    const botSays = Uint8Array.from({ length: 4000 }, (_, i) =>
+      mulaw(Math.round(9000 * Math.sin((2 * Math.PI * 1000 * i) / 8000 + 0.3))),
+    );
+    stream.send({ input: { audio: botSays } });
+    // The caller speaks: one second of a 500 Hz tone.
+    const callerSays = Int16Array.from({ length: 8000 }, (_, i) =>
+      Math.round(12000 * Math.cos((2 * Math.PI * 500 * i) / 8000)),
+    );
+    await p.sendAudio(rtpPort, callerSays);
+    await new Promise((r) => setTimeout(r, 500));
+    const { branch } = p.inDialog("BYE", uri);
+    expect((await p.sip.inbox.next(final(branch))).status).toBe(200);
+    await stream.done;
+    client.close();
+
+    const heardByBot = Buffer.concat(
+      stream.events.flatMap((e) => (e.kind === "outputAudio" ? [e.audio] : [])),
+    );
+    const want = Buffer.from(Array.from(callerSays, mulaw));
+    expect(heardByBot.indexOf(want)).toBeGreaterThanOrEqual(0);
+    const heardByCaller = Buffer.concat(p.rtp.map((x) => x.payload));
+    expect(heardByCaller.indexOf(Buffer.from(botSays))).toBeGreaterThanOrEqual(0);
   });
 });

@@ -222,9 +222,10 @@ export class Phone {
     return Number(/^m=audio (\d+) /m.exec(sdp)?.[1] ?? 0);
   }
 
-  /** Sends µ-law RTP packets of `samples` (160 a packet) to `port`, paced 20 ms. */
+  /** Sends µ-law RTP packets of `samples` (160 a packet) to `port`, one every 20 ms. */
   async sendAudio(port: number, samples: Int16Array, pt = 0): Promise<void> {
     const ssrc = 0x1234abcd;
+    const start = Date.now();
     for (let i = 0, seq = 100; i < samples.length; i += 160, seq++) {
       const payload = Buffer.from(Array.from(samples.subarray(i, i + 160), mulaw));
       const header = Buffer.alloc(12);
@@ -234,7 +235,8 @@ export class Phone {
       header.writeUInt32BE(5000 + i, 4);
       header.writeUInt32BE(ssrc, 8);
       this.media.send(Buffer.concat([header, payload]), port, "127.0.0.1");
-      await new Promise((r) => setTimeout(r, 20));
+      // Paced on a fixed schedule (packet k at start + 20 k ms), as a phone's audio clock does.
+      await new Promise((r) => setTimeout(r, Math.max(0, start + (i + 160) / 8 - Date.now())));
     }
   }
 

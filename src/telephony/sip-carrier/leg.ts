@@ -20,7 +20,9 @@
  *   than SILENCE_LEVEL;
  * - `collectDigits`: RFC 4733 telephone-events, each press once; keys
  *   pressed while nothing collects wait for the next collection;
- * - `fork`: the peer's audio every frame, and samples given played out;
+ * - `fork`: the peer's audio every frame (each frame handed out 60 ms after
+ *   its end, so packets a little late are in it), and samples given played
+ *   out;
  * - `bridge` throws: relaying media between two legs is issue #28.
  */
 
@@ -46,6 +48,9 @@ import { type RtpSession, SAMPLE_RATE } from "./rtp-session.js";
 
 /** Samples at or below this magnitude count as silence for Record's silence timeout. */
 export const SILENCE_LEVEL = 300;
+
+/** How far (samples) a fork's frames trail real time, so late packets still make their frame: 60 ms. */
+export const FORK_PLAYOUT_DELAY = 480;
 
 /** What the leg asks of the SIP side. */
 export interface LegSignalling {
@@ -282,8 +287,9 @@ export class SipLeg implements CarrierLeg {
         sentUpTo += frame;
       }
     };
+    // A frame goes out once the packets of its end had time to arrive (jitter allowance).
     const clock = new FrameClock(schedulerTimers(this.scheduler), options.frameSeconds, () =>
-      deliver(this.position()),
+      deliver(this.position() - FORK_PLAYOUT_DELAY),
     );
     const onEnd = () => {
       if (closed) return;

@@ -15,7 +15,8 @@
  *
  * Receiving: packets of the negotiated payload type are decoded into the
  * remote party's track, placed by RTP timestamp (the first packet of each
- * SSRC anchors its timestamps to its arrival time), so captures hold what
+ * SSRC starts where the track is when it arrives; the others follow by
+ * timestamp), so captures hold what
  * the peer sent, in order; what we sent is kept the same way. Tracks are in
  * samples from `start()`. telephone-events: each press reported once (the
  * first packet of an event timestamp).
@@ -250,7 +251,7 @@ export class RtpSession {
     if (packet.payloadType !== params.payloadType || this.clock === undefined) return;
     let anchor = this.anchors.get(packet.ssrc);
     if (anchor === undefined) {
-      anchor = { at: Math.max(0, this.position() - FRAME_SAMPLES), timestamp: packet.timestamp };
+      anchor = { at: this.position(), timestamp: packet.timestamp };
       this.anchors.set(packet.ssrc, anchor);
     }
     // Signed 32-bit difference: packets a little before the anchor land before it.
