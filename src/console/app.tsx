@@ -23,6 +23,7 @@ const CallPage = lazy(() => import("./calls/call.js"));
 const WebhooksPage = lazy(() => import("./webhooks/webhooks.js"));
 const MessagesPage = lazy(() => import("./messages/messages.js"));
 const SipDomainsPage = lazy(() => import("./sip-domains/sip-domains.js"));
+const SipDomainPage = lazy(() => import("./sip-domains/sip-domain.js"));
 
 interface SessionContextValue {
   session: Session;
@@ -184,7 +185,7 @@ function pageOf(page: string, route: string[], session: Session): ReactNode {
     case "messages":
       return <MessagesPage />;
     case "sip-domains":
-      return <SipDomainsPage />;
+      return route[1] === undefined ? <SipDomainsPage /> : <SipDomainPage id={route[1]} />;
     default:
       return <EmptyState title="No such page" />;
   }

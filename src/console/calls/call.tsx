@@ -2,7 +2,8 @@
  * One call: its timeline (every state with its time), refreshed until it
  * ends; the call-control requests and state updates sent for it (from the
  * webhook inspector); its child calls; its recordings with an audio
- * player; and their transcriptions beside them.
+ * player; their transcriptions beside them; and for a SIP call its SIP
+ * dialogue as a ladder (sip-ladder.tsx).
  */
 import { useInfiniteQuery, useQuery } from "@connectrpc/connect-query";
 import { useState } from "react";
@@ -12,6 +13,7 @@ import {
   Call_CreateMethod as CreateMethod,
   Call_Direction as Direction,
   Call_State as State,
+  Call_Transport as Transport,
 } from "../../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import {
   Recording_State as RecordingState,
@@ -33,6 +35,7 @@ import { PAGED, pagedRows } from "../kit/list.js";
 import { Page } from "../kit/page.js";
 import { Table } from "../kit/table.js";
 import { href } from "../router.js";
+import { SipDialogue } from "./sip-ladder.js";
 import { isFinal, POLL_MS } from "./states.js";
 import { Waveform } from "./waveform.js";
 
@@ -65,6 +68,7 @@ export default function CallPage({ id }: { id: string }) {
         <>
           <Summary call={call.data} />
           <Timeline call={call.data} />
+          {call.data.transport === Transport.SIP && <SipDialogue call={name} live={!ended} />}
           <Recordings_ name={name} live={!ended} />
           <Transcriptions_ name={name} live={!ended} />
           <ControlRequests name={name} live={!ended} />
@@ -84,6 +88,8 @@ function Summary({ call }: { call: Call }) {
           {enumName(State, call.state)}
         </span>
       </dd>
+      <dt>Transport</dt>
+      <dd>{enumName(Transport, call.transport)}</dd>
       <dt>Direction</dt>
       <dd>{enumName(Direction, call.direction)}</dd>
       <dt>From</dt>
