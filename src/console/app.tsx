@@ -18,6 +18,7 @@ const ServiceAccountsPage = lazy(() => import("./admin/service-accounts.js"));
 const InventoryPage = lazy(() => import("./operator/inventory.js"));
 const SimulatorPage = lazy(() => import("./operator/simulator.js"));
 const NumbersPage = lazy(() => import("./numbers/numbers.js"));
+const RangesPage = lazy(() => import("./numbers/ranges.js"));
 const CallsPage = lazy(() => import("./calls/calls.js"));
 const CallPage = lazy(() => import("./calls/call.js"));
 const WebhooksPage = lazy(() => import("./webhooks/webhooks.js"));
@@ -92,6 +93,7 @@ const NAV: NavItem[] = [
   { route: "inventory", label: "Inventory", operator: true },
   { route: "simulator", label: "Simulator", operator: true },
   { route: "numbers", label: "Numbers", project: true },
+  { route: "ranges", label: "Number ranges", project: true },
   { route: "calls", label: "Calls", project: true },
   { route: "messages", label: "Messages", project: true },
   { route: "sip-domains", label: "SIP domains", project: true },
@@ -176,6 +178,8 @@ function pageOf(page: string, route: string[], session: Session): ReactNode {
       return <SimulatorPage />;
     case "numbers":
       return <NumbersPage />;
+    case "ranges":
+      return <RangesPage />;
     case "calls":
       return <CallsPage />;
     case "call":

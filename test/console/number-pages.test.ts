@@ -1,0 +1,205 @@
+/**
+ * The console's number ranges and moves in headless Chromium against the
+ * real app: the operator provisions a range to a project (checked as
+ * typed), splits it and edits it; a key holding two projects moves a range
+ * from one to the other and sees the API's refusal for a project it does
+ * not hold, and releases a range; a viewer sees the ranges and their empty
+ * state but no button the API would refuse. axe-core, 375 px and
+ * screenshots on each.
+ *
+ * Without Chromium this test FAILS (it never skips).
+ */
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/clock.js";
+import { addBlock, blockAllocator, numberingClients, plus } from "../numbering/support.js";
+import { newApiKey, newProject, TEST_OPERATOR_TOKEN } from "../support/app.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
+import {
+  type ConsoleHarness,
+  newTab,
+  openPage,
+  pageProblems,
+  screenshot,
+  seriousViolations,
+  signIn,
+  startConsole,
+} from "./support.js";
+
+describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)", (backend) => {
+  const database = useTestDatabase(backend);
+  let h: ConsoleHarness | undefined;
+  let projectId = "";
+  let otherId = "";
+  let strangerId = "";
+  let emptyId = "";
+  let owner = "";
+  let viewer = "";
+  let emptyViewer = "";
+  let block = "";
+  let setupError: unknown;
+
+  beforeAll(async () => {
+    try {
+      h = await startConsole(database.db);
+      const project = await newProject(database.db);
+      const other = await newProject(database.db);
+      const stranger = await newProject(database.db);
+      const empty = await newProject(database.db);
+      projectId = project.slice("projects/".length);
+      otherId = other.slice("projects/".length);
+      strangerId = stranger.slice("projects/".length);
+      emptyId = empty.slice("projects/".length);
+      owner = (
+        await newApiKey(database.db, [
+          { project, roles: ["roles/owner"] },
+          { project: other, roles: ["roles/numbering.admin"] },
+        ])
+      ).secret;
+      viewer = (await newApiKey(database.db, [{ project, roles: ["roles/viewer"] }])).secret;
+      emptyViewer = (await newApiKey(database.db, [{ project: empty, roles: ["roles/viewer"] }])).secret;
+      block = await addBlock(numberingClients(database.db, systemClock), blockAllocator()(), 20);
+    } catch (err) {
+      setupError = err;
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  function ready(): ConsoleHarness {
+    if (setupError !== undefined) throw setupError;
+    if (h === undefined) throw new Error("setup did not run");
+    return h;
+  }
+
+  /** Screenshot, axe, and no sideways scrolling at the tab's width. */
+  async function check(page: Page, name: string, width: number): Promise<void> {
+    await screenshot(page, name);
+    expect(await seriousViolations(page), `axe on ${name}`).toEqual([]);
+    const scrollWidth = await page.evaluate(
+      () =>
+        (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document
+          .documentElement.scrollWidth,
+    );
+    expect(scrollWidth, `${name} scrolls sideways`).toBeLessThanOrEqual(width);
+  }
+
+  it("lets the operator provision a range, split it and edit it; a key move one and release one", async () => {
+    const h = ready();
+    const operator = await newTab(h, { width: 375 });
+    try {
+      const { page } = operator;
+      await signIn(page, h.baseUrl, TEST_OPERATOR_TOKEN);
+      await page.getByRole("button", { name: `Open ${projectId}` }).click();
+      await openPage(page, "#/ranges", "Number ranges");
+      await page.getByText("The project holds no ranges: provision one above.").waitFor();
+      const form = page.getByRole("form", { name: "Provision a range" });
+      await form.getByLabel("First number (E.164)").fill("0255501");
+      expect(await form.getByLabel("First number (E.164)").getAttribute("aria-invalid")).toBe("true");
+      expect(await form.getByRole("button", { name: "Provision range" }).isDisabled()).toBe(true);
+      await form.getByLabel("First number (E.164)").fill(block);
+      await form.getByLabel("How many numbers").fill("10");
+      await form.getByRole("button", { name: "Provision range" }).click();
+      await form.getByText(`Provisioned ${block} – ${plus(block, 9)} (10 numbers).`).waitFor();
+      // The same numbers again: the API's refusal.
+      await form.getByRole("button", { name: "Provision range" }).click();
+      await form
+        .getByRole("alert")
+        .getByText(/Could not provision the range: ALREADY_EXISTS/)
+        .waitFor();
+
+      await page.getByRole("button", { name: `Split ${block}` }).click();
+      const split = page.getByRole("form", { name: `Split ${block}` });
+      await split.getByLabel("Numbers kept in this range").fill("10");
+      expect(await split.getByLabel("Numbers kept in this range").getAttribute("aria-invalid")).toBe("true");
+      await split.getByLabel("Numbers kept in this range").fill("4");
+      await split.getByText("The other 6 form a new range with the same configuration.").waitFor();
+      await split.getByRole("button", { name: "Split" }).click();
+      await page.getByText(`${block} – ${plus(block, 3)} (4 numbers)`).waitFor();
+      await page.getByText(`${plus(block, 4)} – ${plus(block, 9)} (6 numbers)`).waitFor();
+
+      await page.getByRole("button", { name: `Edit ${block}` }).click();
+      const edit = page.getByRole("form", { name: `Edit ${block}` });
+      await edit.getByLabel("Display name").fill("Sales lines");
+      await edit.getByRole("button", { name: "Save" }).click();
+      await edit.waitFor({ state: "detached" });
+      await page.getByRole("cell", { name: /Sales lines/ }).waitFor();
+      await check(page, "operator-ranges-375", 375);
+      expect(pageProblems(operator.logs)).toEqual([]);
+    } catch (err) {
+      await screenshot(operator.page, "ranges-failure").catch(() => {});
+      throw err;
+    } finally {
+      await operator.close();
+    }
+
+    const keyTab = await newTab(h);
+    try {
+      const { page } = keyTab;
+      await signIn(page, h.baseUrl, owner, projectId);
+      await openPage(page, "#/ranges", "Number ranges");
+      // Not the operator: no provisioning.
+      expect(await page.getByRole("form", { name: "Provision a range" }).count()).toBe(0);
+      const second = plus(block, 4);
+      await page.getByRole("button", { name: `Move ${second}` }).click();
+      const move = page.getByRole("form", { name: `Move ${second}` });
+      // A project the key does not hold: the API's refusal.
+      await move.getByLabel("Destination project ID").fill(strangerId);
+      await move.getByRole("button", { name: "Move" }).click();
+      await move
+        .getByRole("alert")
+        .getByText(/Could not move it: PERMISSION_DENIED/)
+        .waitFor();
+      await move.getByLabel("Destination project ID").fill("Not a project");
+      expect(await move.getByLabel("Destination project ID").getAttribute("aria-invalid")).toBe("true");
+      await move.getByLabel("Destination project ID").fill(otherId);
+      await move.getByRole("button", { name: "Move" }).click();
+      await move.waitFor({ state: "detached" });
+      await expect.poll(() => page.getByText(`${second} – `).count(), { timeout: 10_000 }).toBe(0);
+      await check(page, "owner-ranges-moved", 1100);
+
+      // It is the other project's now.
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await signIn(page, h.baseUrl, owner, otherId);
+      await openPage(page, "#/ranges", "Number ranges");
+      await page.getByText(`${second} – ${plus(block, 9)} (6 numbers)`).waitFor();
+      await page.getByRole("button", { name: `Release ${second}` }).click();
+      await page.getByRole("button", { name: `Confirm release of ${second}` }).click();
+      await page.getByText("The project holds no ranges: the operator provisions them.").waitFor();
+      await page.getByLabel("Include released numbers").check();
+      await page.getByRole("cell", { name: /DELETED/ }).waitFor();
+      expect(pageProblems(keyTab.logs)).toEqual([]);
+    } catch (err) {
+      await screenshot(keyTab.page, "ranges-move-failure").catch(() => {});
+      throw err;
+    } finally {
+      await keyTab.close();
+    }
+  });
+
+  it("shows a viewer the ranges, their empty state and no button the API would refuse", async () => {
+    const h = ready();
+    const { close, page, logs } = await newTab(h, { width: 375, dark: true });
+    try {
+      await signIn(page, h.baseUrl, emptyViewer, emptyId);
+      await openPage(page, "#/ranges", "Number ranges");
+      await page.getByText("The project holds no ranges: the operator provisions them.").waitFor();
+      await check(page, "viewer-ranges-empty-375-dark", 375);
+      await page.getByRole("button", { name: "Sign out" }).click();
+
+      await signIn(page, h.baseUrl, viewer, projectId);
+      await openPage(page, "#/ranges", "Number ranges");
+      await page.getByText(`${block} – ${plus(block, 3)} (4 numbers)`).waitFor();
+      expect(await page.getByRole("form", { name: "Provision a range" }).count()).toBe(0);
+      for (const action of ["Edit", "Split", "Move", "Release"]) {
+        expect(await page.getByRole("button", { name: new RegExp(`^${action} `) }).count(), action).toBe(0);
+      }
+      await check(page, "viewer-ranges-375-dark", 375);
+      expect(pageProblems(logs)).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+});
