@@ -3,7 +3,8 @@
  * domain's page with its users (added with a write-only password,
  * disabled, edited, deleted), collaboration verification (the owner applies
  * a string, the operator accepts it), and a SIP call's dialogue drawn as a
- * ladder with its capture downloaded. For each, what a viewer and a key
+ * ladder (rung from the simulator page by the operator) with its capture
+ * downloaded. For each, what a viewer and a key
  * without the area's permissions see (no button the API would refuse; the
  * API's refusal), the empty states, axe-core, 375 px and screenshots.
  *
@@ -277,14 +278,43 @@ describe.each(testDatabases().slice(0, 1))("the console's SIP pages ($name)", (b
   it("draws a SIP call's dialogue as a ladder and downloads its capture", async () => {
     const h = ready();
     const { fqdn } = await newDomain({ cidr: "203.0.113.0/24", handler: `${handler!.base}/voice` });
-    const injected = await fetch(`${h.baseUrl}/admin/v1/simulator/incomingCalls`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${TEST_OPERATOR_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ to: "1001", from: "alice", sipDomain: fqdn, sourceIp: "203.0.113.10" }),
-    });
-    expect(injected.status).toBe(200);
-    const call = ((await injected.json()) as { call: string }).call;
-    const callId = call.slice(call.lastIndexOf("/") + 1);
+    // The operator rings the domain from the simulator page.
+    let callId = "";
+    const operator = await newTab(h, { width: 375 });
+    try {
+      const { page } = operator;
+      await signIn(page, h.baseUrl, TEST_OPERATOR_TOKEN);
+      await page.getByRole("button", { name: `Open ${projectId}` }).click();
+      await page.getByRole("heading", { level: 1, name: "Numbers" }).waitFor();
+      await openPage(page, "#/simulator", "Simulator");
+      const inject = page.getByRole("form", { name: "Inject an incoming call" });
+      await inject.getByLabel(/A call to a SIP domain/).check();
+      await inject.getByLabel("To (a provisioned number)").fill("1001");
+      await inject.getByLabel("From").fill("alice");
+      await inject.getByLabel("SIP domain (FQDN)").fill(fqdn);
+      await inject.getByLabel("Source IPv4 address").fill("203.0.113");
+      expect(await inject.getByLabel("Source IPv4 address").getAttribute("aria-invalid")).toBe("true");
+      // An address outside the domain's blocks: the API's refusal.
+      await inject.getByLabel("Source IPv4 address").fill("192.0.2.99");
+      await inject.getByRole("button", { name: "Ring the number" }).click();
+      await inject
+        .getByRole("alert")
+        .getByText(/FAILED_PRECONDITION/)
+        .waitFor();
+      await inject.getByLabel("Source IPv4 address").fill("203.0.113.10");
+      await inject.getByRole("button", { name: "Ring the number" }).click();
+      const link = inject.getByRole("status").getByRole("link");
+      await link.waitFor();
+      const call = (await link.textContent()) ?? "";
+      callId = call.slice(call.lastIndexOf("/") + 1);
+      await check(page, "operator-simulator-sip-call-375", 375);
+      await link.click();
+      await page.getByRole("heading", { level: 1, name: `Call ${callId}` }).waitFor();
+      await page.getByRole("img", { name: "SIP ladder" }).waitFor();
+      expect(pageProblems(operator.logs)).toEqual([]);
+    } finally {
+      await operator.close();
+    }
     const { close, page, logs } = await newTab(h, { width: 375, dark: true });
     try {
       await signIn(page, h.baseUrl, viewer, projectId);
