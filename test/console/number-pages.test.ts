@@ -1,11 +1,11 @@
 /**
  * The console's number ranges and moves in headless Chromium against the
  * real app: the operator provisions a range to a project (checked as
- * typed), splits it and edits it; a key holding two projects moves a range
- * from one to the other and sees the API's refusal for a project it does
- * not hold, and releases a range; a viewer sees the ranges and their empty
- * state but no button the API would refuse. axe-core, 375 px and
- * screenshots on each.
+ * typed), splits it, edits it, suspends and resumes it; a key holding two
+ * projects moves a range from one to the other and sees the API's refusal
+ * for a project it does not hold, and releases a range; a viewer sees the
+ * ranges and their empty state but no button the API would refuse.
+ * axe-core, 375 px and screenshots on each.
  *
  * Without Chromium this test FAILS (it never skips).
  */
@@ -86,7 +86,7 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
     expect(scrollWidth, `${name} scrolls sideways`).toBeLessThanOrEqual(width);
   }
 
-  it("lets the operator provision a range, split it and edit it; a key move one and release one", async () => {
+  it("lets the operator provision, split, edit, suspend and resume a range; a key move one and release one", async () => {
     const h = ready();
     const operator = await newTab(h, { width: 375 });
     try {
@@ -126,6 +126,13 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
       await edit.getByRole("button", { name: "Save" }).click();
       await edit.waitFor({ state: "detached" });
       await page.getByRole("cell", { name: /Sales lines/ }).waitFor();
+
+      // The operator's lifecycle: suspend, then resume.
+      await page.getByRole("button", { name: `Suspend ${block}` }).click();
+      await page.getByRole("button", { name: `Resume ${block}` }).waitFor();
+      await page.getByRole("cell", { name: /SUSPENDED/ }).waitFor();
+      await page.getByRole("button", { name: `Resume ${block}` }).click();
+      await page.getByRole("button", { name: `Suspend ${block}` }).waitFor();
       await check(page, "operator-ranges-375", 375);
       expect(pageProblems(operator.logs)).toEqual([]);
     } catch (err) {
@@ -193,7 +200,7 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
       await openPage(page, "#/ranges", "Number ranges");
       await page.getByText(`${block} – ${plus(block, 3)} (4 numbers)`).waitFor();
       expect(await page.getByRole("form", { name: "Provision a range" }).count()).toBe(0);
-      for (const action of ["Edit", "Split", "Move", "Release"]) {
+      for (const action of ["Edit", "Split", "Move", "Release", "Suspend"]) {
         expect(await page.getByRole("button", { name: new RegExp(`^${action} `) }).count(), action).toBe(0);
       }
       await check(page, "viewer-ranges-375-dark", 375);

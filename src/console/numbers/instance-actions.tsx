@@ -2,14 +2,17 @@
  * What can be done to one of a project's phone number instances (a single
  * number or a range's primary instance), each a small form under the list:
  * edit its name, handler URIs and labels; release it; move it to another
- * project; split a range in two.
+ * project; split a range in two; and the operator's suspend, resume and
+ * completing a port-in.
  */
 import { useMutation } from "@connectrpc/connect-query";
 import { type FormEvent, useId, useState } from "react";
 import {
+  PhoneNumberInstance_LifecycleState as LifecycleState,
   type PhoneNumberInstance,
   PhoneNumberInstances,
 } from "../../../gen/enfonica/numbering/v1beta1/phone_number_instances_pb.js";
+import { NumberingAdmin } from "../../../gen/switchboard/admin/v1/numbering_pb.js";
 import { ErrorBanner } from "../kit/errors.js";
 import { TextAreaField, TextField } from "../kit/fields.js";
 import { formatLabels, parseLabels, parseLines } from "../kit/lists.js";
@@ -203,5 +206,34 @@ export function SplitRange({ instance, onDone }: { instance: PhoneNumberInstance
       </div>
       <ErrorBanner error={split.error} title="Could not split the range" />
     </form>
+  );
+}
+
+/**
+ * The operator's lifecycle button for an instance: Suspend an ACTIVE one,
+ * Resume a SUSPENDED one, Complete the port-in of a PENDING one.
+ */
+export function OperatorLifecycle({ instance }: { instance: PhoneNumberInstance }) {
+  const refresh = useRefresh(PhoneNumberInstances);
+  const suspend = useMutation(NumberingAdmin.method.suspendPhoneNumberInstance, { onSuccess: refresh });
+  const resume = useMutation(NumberingAdmin.method.resumePhoneNumberInstance, { onSuccess: refresh });
+  const complete = useMutation(NumberingAdmin.method.completePortIn, { onSuccess: refresh });
+  const error = suspend.error ?? resume.error ?? complete.error;
+  const number = numberOf(instance);
+  const pending = suspend.isPending || resume.isPending || complete.isPending;
+  const button = (label: string, run: () => void) => (
+    <button type="button" disabled={pending} onClick={run} aria-label={`${label} ${number}`}>
+      {label}
+    </button>
+  );
+  const name = { name: instance.name };
+  return (
+    <>
+      {instance.lifecycleState === LifecycleState.ACTIVE && button("Suspend", () => suspend.mutate(name))}
+      {instance.lifecycleState === LifecycleState.SUSPENDED && button("Resume", () => resume.mutate(name))}
+      {instance.lifecycleState === LifecycleState.PENDING &&
+        button("Complete port-in", () => complete.mutate(name))}
+      {error && <ErrorBanner error={error} title={`Could not change ${number}`} />}
+    </>
   );
 }

@@ -1,7 +1,8 @@
 /**
  * A project's phone number instances as a list (filter by prefix, released
  * ones too), with what the credential may do to each (instance-actions.tsx):
- * edit, release, move, and split a range. `ranges` lists only ranges: the
+ * edit, release, move, and split a range; the operator also suspends,
+ * resumes and completes port-ins. `ranges` lists only ranges: the
  * API has no such filter, so the list reads further pages until it has a
  * screenful of them or there are no more.
  */
@@ -18,7 +19,15 @@ import { TextField } from "../kit/fields.js";
 import { enumName, time } from "../kit/format.js";
 import { ListTable, PAGED, pagedRows } from "../kit/list.js";
 import { formatLabels } from "../kit/lists.js";
-import { EditInstance, MoveInstance, numberOf, numberText, Release, SplitRange } from "./instance-actions.js";
+import {
+  EditInstance,
+  MoveInstance,
+  numberOf,
+  numberText,
+  OperatorLifecycle,
+  Release,
+  SplitRange,
+} from "./instance-actions.js";
 
 const PREFIX = /^\+?[0-9]{0,15}$/;
 /** How many ranges the ranges list reads pages for before waiting for "Load more". */
@@ -125,6 +134,7 @@ export function Instances({
                     r.range.size > 1 &&
                     actionButton(r, "split", "Split")}
                   {canMove === true && actionButton(r, "move", "Move")}
+                  {session.operator && <OperatorLifecycle instance={r} />}
                   {canWrite === true && <Release instance={r} />}
                 </span>
               ),
