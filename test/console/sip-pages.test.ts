@@ -1,7 +1,8 @@
 /**
  * The console's SIP pages in headless Chromium against the real app: a SIP
  * domain's page with its users (added with a write-only password,
- * disabled, edited, deleted), collaboration verification (the owner applies
+ * disabled, edited, deleted), the operator's domain-optional switch,
+ * collaboration verification (the owner applies
  * a string, the operator accepts it), and a SIP call's dialogue drawn as a
  * ladder (rung from the simulator page by the operator) with its capture
  * downloaded. For each, what a viewer and a key
@@ -187,6 +188,7 @@ describe.each(testDatabases().slice(0, 1))("the console's SIP pages ($name)", (b
       expect(await page.getByRole("form", { name: "Add a user" }).count()).toBe(0);
       expect(await page.getByRole("form", { name: "Apply a verification string" }).count()).toBe(0);
       expect(await page.getByText("The platform's side").count()).toBe(0);
+      expect(await page.getByRole("form", { name: "Domain-optional mode" }).count()).toBe(0);
       await check(page, "viewer-sip-domain-375-dark", 375);
       await openPage(page, "#/sip-domains", "SIP domains");
       await page.getByRole("link", { name: new RegExp(id) }).waitFor();
@@ -274,6 +276,40 @@ describe.each(testDatabases().slice(0, 1))("the console's SIP pages ($name)", (b
     await page.getByText(/^Yes, since /).waitFor();
     await check(page, "operator-collab-verification", 1100);
   }
+
+  it("lets the operator turn a domain's domain-optional mode on, its blocks checked as typed", async () => {
+    const h = ready();
+    const { id } = await newDomain({});
+    const { close, page, logs } = await newTab(h, { width: 375 });
+    try {
+      await signIn(page, h.baseUrl, TEST_OPERATOR_TOKEN);
+      await page.getByRole("button", { name: `Open ${projectId}` }).click();
+      await page.getByRole("heading", { level: 1, name: "Numbers" }).waitFor();
+      await openPage(page, `#/sip-domains/${id}`, `SIP domain ${id}`);
+      const form = page.getByRole("form", { name: "Domain-optional mode" });
+      expect(await form.getByTestId("domain-optional").textContent()).toBe("off");
+      // No blocks: the API's refusal.
+      await form.getByRole("button", { name: "Turn on" }).click();
+      await form
+        .getByRole("alert")
+        .getByText(/Could not change domain-optional mode/)
+        .waitFor();
+      const blocks = form.getByLabel("CIDR blocks (one per line)");
+      await blocks.fill("198.18.7.1/24");
+      await form.getByText("host bits are set: the block is 198.18.7.0/24", { exact: false }).waitFor();
+      expect(await form.getByRole("button", { name: "Turn on" }).isDisabled()).toBe(true);
+      await blocks.fill("198.18.7.0/24");
+      await form.getByRole("button", { name: "Turn on" }).click();
+      await expect
+        .poll(() => form.getByTestId("domain-optional").textContent(), { timeout: 10_000 })
+        .toBe("on");
+      await page.getByText("198.18.7.0/24 (domain-optional: matched by network)").waitFor();
+      await check(page, "operator-domain-optional-375", 375);
+      expect(pageProblems(logs)).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
 
   it("draws a SIP call's dialogue as a ladder and downloads its capture", async () => {
     const h = ready();

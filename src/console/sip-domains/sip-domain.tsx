@@ -1,7 +1,7 @@
 /**
- * One SIP domain: what it is (address, type, termination, networks), its
- * users, and — for the collaboration direct-routing type — its
- * verification with the platform.
+ * One SIP domain: what it is (address, type, termination, networks), the
+ * operator's domain-optional switch, its users, and — for the collaboration
+ * direct-routing type — its verification with the platform.
  */
 import { useQuery } from "@connectrpc/connect-query";
 import {
@@ -16,6 +16,7 @@ import { enumName, time } from "../kit/format.js";
 import { Page } from "../kit/page.js";
 import { href } from "../router.js";
 import { CollabVerificationSection } from "./collab-verification.js";
+import { DomainOptionalCard } from "./domain-optional.js";
 import { SipUsersSection } from "./sip-users.js";
 
 export default function SipDomainPage({ id }: { id: string }) {
@@ -31,6 +32,11 @@ export default function SipDomainPage({ id }: { id: string }) {
       {domain.data !== undefined && (
         <>
           <Summary domain={domain.data} />
+          {session.operator &&
+            domain.data.deleteTime === undefined &&
+            domain.data.type !== DomainType.COLLAB_DIRECT_ROUTING && (
+              <DomainOptionalCard key={String(domain.data.domainOptional)} domain={domain.data} />
+            )}
           <SipUsersSection domain={domain.data} />
           {domain.data.type === DomainType.COLLAB_DIRECT_ROUTING && (
             <CollabVerificationSection domain={domain.data} />
