@@ -1,7 +1,8 @@
 /**
  * The console's number ranges and moves in headless Chromium against the
  * real app: the operator provisions a range to a project (checked as
- * typed), splits it, edits it, suspends and resumes it; a key holding two
+ * typed), splits it, edits it, suspends and resumes it, and registers
+ * and completes a port-in; a key holding two
  * projects moves a range from one to the other and sees the API's refusal
  * for a project it does not hold, and releases a range; a viewer sees the
  * ranges and their empty state but no button the API would refuse.
@@ -25,6 +26,9 @@ import {
   signIn,
   startConsole,
 } from "./support.js";
+
+/** A number outside the inventory, ported in from another carrier. */
+const PORTED = "+61255509900";
 
 describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)", (backend) => {
   const database = useTestDatabase(backend);
@@ -134,6 +138,25 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
       await page.getByRole("button", { name: `Resume ${block}` }).click();
       await page.getByRole("button", { name: `Suspend ${block}` }).waitFor();
       await check(page, "operator-ranges-375", 375);
+
+      // A port-in, registered then completed.
+      await openPage(page, "#/numbers", "Numbers");
+      const portIn = page.getByRole("form", { name: "Register a port-in" });
+      const field = portIn.getByLabel("Number ported from another carrier (E.164)");
+      await field.fill("0255509900");
+      expect(await field.getAttribute("aria-invalid")).toBe("true");
+      await field.fill(PORTED);
+      await portIn.getByRole("button", { name: "Register port-in" }).click();
+      await portIn.getByText(`${PORTED} is PENDING until its port-in is completed.`).waitFor();
+      await page.getByRole("button", { name: `Complete port-in ${PORTED}` }).click();
+      await page.getByRole("button", { name: `Suspend ${PORTED}` }).waitFor();
+      // The same number again: the API's refusal.
+      await portIn.getByRole("button", { name: "Register port-in" }).click();
+      await portIn
+        .getByRole("alert")
+        .getByText(/Could not register the port-in: ALREADY_EXISTS/)
+        .waitFor();
+      await check(page, "operator-numbers-port-in-375", 375);
       expect(pageProblems(operator.logs)).toEqual([]);
     } catch (err) {
       await screenshot(operator.page, "ranges-failure").catch(() => {});

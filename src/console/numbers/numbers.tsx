@@ -1,7 +1,8 @@
 /**
  * A project's phone numbers: its instances (instances.tsx: filter by
  * prefix, released ones too; edit, release, move, split a range); and the
- * inventory search, provisioning a number from it. Writes are offered only
+ * inventory search, provisioning a number from it; for the operator, the
+ * registering of a port-in. Writes are offered only
  * when the credential may make them (kit/can.ts).
  */
 import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
@@ -21,6 +22,7 @@ import { Page } from "../kit/page.js";
 import { useRefresh } from "../kit/refresh.js";
 import { Instances } from "./instances.js";
 import { NUMBER_TYPES, PHONE_NUMBER_COLUMNS } from "./phone-numbers.js";
+import { PortIn } from "./port-in.js";
 
 export default function NumbersPage() {
   const { session } = useSession();
@@ -32,6 +34,7 @@ export default function NumbersPage() {
         empty="The project has no numbers yet: search the inventory below and provision one."
       />
       <Search canWrite={canWrite === true} />
+      {session.operator && <PortIn />}
     </Page>
   );
 }
