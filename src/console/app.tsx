@@ -19,6 +19,7 @@ const InventoryPage = lazy(() => import("./operator/inventory.js"));
 const SimulatorPage = lazy(() => import("./operator/simulator.js"));
 const NumbersPage = lazy(() => import("./numbers/numbers.js"));
 const RangesPage = lazy(() => import("./numbers/ranges.js"));
+const ListingsPage = lazy(() => import("./numbers/regulatory-listings.js"));
 const CallsPage = lazy(() => import("./calls/calls.js"));
 const CallPage = lazy(() => import("./calls/call.js"));
 const WebhooksPage = lazy(() => import("./webhooks/webhooks.js"));
@@ -94,6 +95,7 @@ const NAV: NavItem[] = [
   { route: "simulator", label: "Simulator", operator: true },
   { route: "numbers", label: "Numbers", project: true },
   { route: "ranges", label: "Number ranges", project: true },
+  { route: "listings", label: "Regulatory listings", project: true },
   { route: "calls", label: "Calls", project: true },
   { route: "messages", label: "Messages", project: true },
   { route: "sip-domains", label: "SIP domains", project: true },
@@ -180,6 +182,8 @@ function pageOf(page: string, route: string[], session: Session): ReactNode {
       return <NumbersPage />;
     case "ranges":
       return <RangesPage />;
+    case "listings":
+      return <ListingsPage />;
     case "calls":
       return <CallsPage />;
     case "call":

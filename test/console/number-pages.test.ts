@@ -6,6 +6,8 @@
  * projects moves a range from one to the other and sees the API's refusal
  * for a project it does not hold, and releases a range; a viewer sees the
  * ranges and their empty state but no button the API would refuse.
+ * Regulatory listings: created by a key, reviewed by the operator, read by
+ * a viewer.
  * axe-core, 375 px and screenshots on each.
  *
  * Without Chromium this test FAILS (it never skips).
@@ -230,6 +232,73 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
       expect(pageProblems(logs)).toEqual([]);
     } finally {
       await close();
+    }
+  });
+
+  it("lets a key create and delete a regulatory listing, the operator review it, a viewer only read", async () => {
+    const h = ready();
+    const keyTab = await newTab(h, { width: 375 });
+    let listing = "";
+    try {
+      const { page } = keyTab;
+      await signIn(page, h.baseUrl, owner, projectId);
+      await openPage(page, "#/listings", "Regulatory listings");
+      await page.getByText("No listings yet: create one above.").waitFor();
+      const form = page.getByRole("form", { name: "Create a listing" });
+      await form.getByLabel("Display name").fill("Head office");
+      await form.getByLabel("Business name").fill("Acme Pty Ltd");
+      await form.getByLabel("Address line 1").fill("1 Example Street");
+      await form.getByLabel("Locality").fill("Sydney");
+      await form.getByLabel("State or region").fill("NSW");
+      await form.getByLabel("Postal code").fill("2000");
+      await form.getByLabel("Country").fill("au");
+      expect(await form.getByLabel("Country").getAttribute("aria-invalid")).toBe("true");
+      expect(await form.getByRole("button", { name: "Create listing" }).isDisabled()).toBe(true);
+      await form.getByLabel("Country").fill("AU");
+      await form.getByRole("button", { name: "Create listing" }).click();
+      const created = form.getByRole("status").locator("code");
+      await created.waitFor();
+      listing = (await created.textContent()) ?? "";
+      await page.getByRole("cell", { name: /Acme Pty Ltd/ }).waitFor();
+      // Only the operator reviews.
+      expect(await page.getByRole("button", { name: `Mark valid ${listing}` }).count()).toBe(0);
+      await check(page, "owner-listings-375", 375);
+      expect(pageProblems(keyTab.logs)).toEqual([]);
+    } finally {
+      await keyTab.close();
+    }
+
+    const operator = await newTab(h);
+    try {
+      const { page } = operator;
+      await signIn(page, h.baseUrl, TEST_OPERATOR_TOKEN);
+      await page.getByRole("button", { name: `Open ${projectId}` }).click();
+      await openPage(page, "#/listings", "Regulatory listings");
+      // The service found it valid as created; the operator verifies it, and can take validity back.
+      await page.getByRole("button", { name: `Mark verified ${listing}` }).click();
+      await page.getByRole("button", { name: `Mark unverified ${listing}` }).waitFor();
+      await page.getByRole("button", { name: `Mark invalid ${listing}` }).click();
+      await page.getByRole("button", { name: `Mark valid ${listing}` }).waitFor();
+      await check(page, "operator-listings", 1100);
+      // Deleted by the operator too: asked to confirm.
+      await page.getByRole("button", { name: `Delete ${listing}` }).click();
+      await page.getByRole("button", { name: `Confirm deleting ${listing}` }).click();
+      await page.getByText("No listings yet: create one above.").waitFor();
+      expect(pageProblems(operator.logs)).toEqual([]);
+    } finally {
+      await operator.close();
+    }
+
+    const v = await newTab(h, { width: 375, dark: true });
+    try {
+      await signIn(v.page, h.baseUrl, viewer, projectId);
+      await openPage(v.page, "#/listings", "Regulatory listings");
+      await v.page.getByText("No listings yet.").waitFor();
+      expect(await v.page.getByRole("form", { name: "Create a listing" }).count()).toBe(0);
+      await check(v.page, "viewer-listings-375-dark", 375);
+      expect(pageProblems(v.logs)).toEqual([]);
+    } finally {
+      await v.close();
     }
   });
 });
