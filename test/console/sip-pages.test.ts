@@ -347,6 +347,8 @@ describe.each(testDatabases().slice(0, 1))("the console's SIP pages ($name)", (b
       await link.click();
       await page.getByRole("heading", { level: 1, name: `Call ${callId}` }).waitFor();
       await page.getByRole("img", { name: "SIP ladder" }).waitFor();
+      await page.setViewportSize({ width: 1100, height: 900 });
+      await screenshot(page, "operator-sip-call-ladder");
       expect(pageProblems(operator.logs)).toEqual([]);
     } finally {
       await operator.close();
@@ -366,12 +368,15 @@ describe.each(testDatabases().slice(0, 1))("the console's SIP pages ($name)", (b
         .poll(() => page.getByTestId("call-state").textContent(), { timeout: 30_000 })
         .toBe("COMPLETED");
       await line(/^BYE /).waitFor({ timeout: 10_000 });
-      // The whole message, behind its disclosure.
-      await line(/^INVITE sip:1001@/).click();
+      // The whole message, behind its disclosure, opened from the keyboard.
+      await line(/^INVITE sip:1001@/).focus();
+      await page.keyboard.press("Enter");
       await table
         .getByText(/Call-ID: /)
         .first()
         .waitFor();
+      // The drawing scrolls sideways inside its own region, which takes the focus for the keyboard.
+      expect(await page.getByRole("region", { name: /SIP ladder/ }).getAttribute("tabindex")).toBe("0");
       await check(page, "viewer-sip-call-375-dark", 375);
 
       const [download] = await Promise.all([

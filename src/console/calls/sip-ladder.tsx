@@ -18,7 +18,7 @@ import { lastSegment, millis, time } from "../kit/format.js";
 import { Table } from "../kit/table.js";
 import { POLL_MS } from "./states.js";
 
-const LANE_GAP = 260;
+const LANE_GAP = 320;
 const MARGIN_X = 110;
 const HEAD = 44;
 const ROW = 40;
@@ -89,7 +89,8 @@ function PcapLink({ info, call }: { info: SipInfo; call: string }) {
 }
 
 function Ladder({ messages }: { messages: SipMessage[] }) {
-  const id = useId();
+  // A plain id: React's (":r1:", "«r1»") is awkward inside url(#...).
+  const id = `ladder${useId().replace(/[^A-Za-z0-9_-]/g, "")}`;
   const lanes = lanesOf(messages);
   const width = MARGIN_X * 2 + LANE_GAP * Math.max(lanes.length - 1, 1);
   const height = HEAD + ROW * messages.length + 16;
