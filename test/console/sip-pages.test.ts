@@ -166,6 +166,26 @@ describe.each(testDatabases().slice(0, 1))("the console's SIP pages ($name)", (b
       await page.getByRole("button", { name: "Delete desk-1" }).click();
       await page.getByRole("button", { name: "Confirm deleting desk-1" }).click();
       await page.getByText("The domain has no users yet").waitFor();
+
+      // A user again, then the domain deleted: its users are read, not changed.
+      await form.getByLabel("User ID").fill("desk-2");
+      await form.getByLabel("Username").fill("desk2");
+      await password.fill("correct horse battery");
+      await form.getByRole("button", { name: "Add user" }).click();
+      await page.getByRole("button", { name: "Disable desk-2" }).waitFor();
+      await openPage(page, "#/sip-domains", "SIP domains");
+      await page.getByRole("button", { name: `Delete ${id}` }).click();
+      await page.getByRole("button", { name: `Confirm deleting ${id}` }).click();
+      await expect.poll(() => page.getByRole("link", { name: fqdn }).count(), { timeout: 10_000 }).toBe(0);
+      await page.getByLabel("Include deleted domains").check();
+      await page.getByRole("link", { name: fqdn }).click();
+      await page.getByText("The domain is deleted: its users can be read, not changed.").waitFor();
+      await page
+        .getByRole("cell", { name: /desk-2/ })
+        .first()
+        .waitFor();
+      expect(await page.getByRole("form", { name: "Add a user" }).count()).toBe(0);
+      expect(await page.getByRole("button", { name: /desk-2$/ }).count()).toBe(0);
       expect(pageProblems(logs)).toEqual([]);
     } catch (err) {
       await screenshot(page, "sip-users-failure").catch(() => {});

@@ -40,6 +40,7 @@ export default function SipDomainsPage() {
   const refresh = useRefresh(SipDomains);
   const [showDeleted, setShowDeleted] = useState(false);
   const [editing, setEditing] = useState<string | undefined>(undefined);
+  const [confirming, setConfirming] = useState<string | undefined>(undefined);
   const list = useInfiniteQuery(
     SipDomains.method.listSipDomains,
     { parent: session.project, pageSize: 50, pageToken: "", showDeleted },
@@ -102,13 +103,24 @@ export default function SipDomainsPage() {
                   >
                     Edit
                   </button>
-                  <button
-                    type="button"
-                    onClick={() => remove.mutate({ name: d.name })}
-                    aria-label={`Delete ${lastSegment(d.name)}`}
-                  >
-                    Delete
-                  </button>
+                  {confirming === d.name ? (
+                    <button
+                      type="button"
+                      className="danger"
+                      disabled={remove.isPending}
+                      onClick={() => remove.mutate({ name: d.name })}
+                    >
+                      Confirm deleting {lastSegment(d.name)}
+                    </button>
+                  ) : (
+                    <button
+                      type="button"
+                      onClick={() => setConfirming(d.name)}
+                      aria-label={`Delete ${lastSegment(d.name)}`}
+                    >
+                      Delete
+                    </button>
+                  )}
                 </span>
               ) : null,
           },
