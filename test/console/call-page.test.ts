@@ -1,9 +1,10 @@
 /**
  * A call's page in headless Chromium against the real app: a call placed
  * from the console, recorded and transcribed, shows its recording with the
- * transcription beside the player once it completes; a PSTN call has no
+ * transcription beside the player once it completes, and can be deleted
+ * (asked to confirm) by a key that may; a PSTN call has no
  * SIP dialogue section; a viewer sees the same page and no Place call
- * form. axe-core, 375 px and screenshots.
+ * form or Delete. axe-core, 375 px and screenshots.
  *
  * The simulator runs in real time, so that the callee's words (0.4 s each)
  * fit in the recording: the call lasts about 4 s. Without Chromium this
@@ -143,10 +144,25 @@ describe.each(testDatabases().slice(0, 1))("the console's call page ($name)", (b
         .getByText(WORDS)
         .first()
         .waitFor();
+      expect(await v.page.getByRole("button", { name: /^Delete recording / }).count()).toBe(0);
       await check(v.page, "viewer-call-transcribed-375-dark", 375);
       expect(pageProblems(v.logs)).toEqual([]);
     } finally {
       await v.close();
+    }
+
+    // The owner deletes the recording (asked to confirm); its transcription goes with it.
+    const o = await newTab(h);
+    try {
+      await signIn(o.page, h.baseUrl, owner, projectId);
+      await openPage(o.page, `#/call/${callId}`, `Call ${callId}`);
+      await o.page.getByRole("button", { name: /^Delete recording / }).click();
+      await o.page.getByRole("button", { name: /^Confirm: delete recording / }).click();
+      await o.page.getByText("No recordings").waitFor();
+      expect(await o.page.getByRole("region", { name: /^Transcription of recording / }).count()).toBe(0);
+      expect(pageProblems(o.logs)).toEqual([]);
+    } finally {
+      await o.close();
     }
   });
 });

@@ -2,10 +2,11 @@
  * One call: its timeline (every state with its time), refreshed until it
  * ends; the call-control requests and state updates sent for it (from the
  * webhook inspector); its child calls; its recordings with an audio
- * player and a waveform, their transcriptions beside them; and for a SIP call its SIP
+ * player and a waveform, their transcriptions beside them (deleting a
+ * recording, when the credential may); and for a SIP call its SIP
  * dialogue as a ladder (sip-ladder.tsx).
  */
-import { useInfiniteQuery, useQuery } from "@connectrpc/connect-query";
+import { useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
 import { useEffect, useState } from "react";
 import {
   type Call,
@@ -29,11 +30,14 @@ import {
 import { WebhookDelivery_State as DeliveryState } from "../../../gen/switchboard/admin/v1/webhooks_pb.js";
 import { WebhookDeliveries } from "../../../gen/switchboard/webhooks/v1/webhook_deliveries_pb.js";
 import { useSession } from "../app.js";
+import { useCan } from "../kit/can.js";
+import { ConfirmButton } from "../kit/confirm-button.js";
 import { EmptyState } from "../kit/empty.js";
 import { ErrorBanner } from "../kit/errors.js";
 import { duration, enumName, lastSegment, millis, time } from "../kit/format.js";
 import { PAGED, pagedRows } from "../kit/list.js";
 import { Page } from "../kit/page.js";
+import { useRefresh } from "../kit/refresh.js";
 import { Table } from "../kit/table.js";
 import { href } from "../router.js";
 import { SipDialogue } from "./sip-ladder.js";
@@ -174,6 +178,10 @@ function Recordings_({ name, live }: { name: string; live: boolean }) {
           : false,
     },
   );
+  // The probe names no recording (an empty id fails validation after authorization).
+  const canDelete = useCan(Recordings.method.deleteRecording, { name: `${name}/recordings/` });
+  const refresh = useRefresh(Recordings);
+  const remove = useMutation(Recordings.method.deleteRecording, { onSuccess: refresh });
   const rows = list.data?.recordings ?? [];
   const texts = transcripts.data?.transcriptions ?? [];
   // A recording's transcription is written in the transaction that ends the
@@ -188,6 +196,7 @@ function Recordings_({ name, live }: { name: string; live: boolean }) {
       <h2 id="recordings-title">Recordings</h2>
       <ErrorBanner error={list.error} title="Could not list recordings" />
       <ErrorBanner error={transcripts.error} title="Could not list transcriptions" />
+      <ErrorBanner error={remove.error} title="Could not delete the recording" />
       {rows.length === 0 ? (
         <EmptyState title="No recordings">
           A call records when asked to (Record, RecordCall, or the recording option).
@@ -203,6 +212,14 @@ function Recordings_({ name, live }: { name: string; live: boolean }) {
                 </p>
                 {r.audio[0] !== undefined && r.audio[0].uri !== "" && (
                   <Player uri={r.audio[0].uri} name={r.name} />
+                )}
+                {canDelete === true && r.state !== RecordingState.PENDING && (
+                  <ConfirmButton
+                    label="Delete"
+                    target={`recording ${lastSegment(r.name)}`}
+                    pending={remove.isPending}
+                    onConfirm={() => remove.mutate({ name: r.name })}
+                  />
                 )}
               </div>
               <Transcript recording={r.name} transcriptions={texts.filter((t) => t.recording === r.name)} />
