@@ -6,8 +6,9 @@
  * projects moves a range from one to the other and sees the API's refusal
  * for a project it does not hold, and releases a range; a viewer sees the
  * ranges and their empty state but no button the API would refuse.
- * Regulatory listings: created by a key, reviewed by the operator, read by
- * a viewer.
+ * Regulatory listings: created by a key and attached to a number it
+ * provisions (compliant), reviewed by the operator, refused deletion while
+ * in use, read by a viewer.
  * axe-core, 375 px and screenshots on each.
  *
  * Without Chromium this test FAILS (it never skips).
@@ -235,7 +236,7 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
     }
   });
 
-  it("lets a key create and delete a regulatory listing, the operator review it, a viewer only read", async () => {
+  it("lets a key create a regulatory listing and attach it, the operator review it, a viewer only read", async () => {
     const h = ready();
     const keyTab = await newTab(h, { width: 375 });
     let listing = "";
@@ -263,6 +264,15 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
       // Only the operator reviews.
       expect(await page.getByRole("button", { name: `Mark valid ${listing}` }).count()).toBe(0);
       await check(page, "owner-listings-375", 375);
+
+      // A number provisioned with the listing attached: compliant (a valid AU listing, a local number).
+      const attached = plus(block, 10);
+      await openPage(page, "#/numbers", "Numbers");
+      await page.getByLabel("Starts with", { exact: true }).fill(attached);
+      await page.getByRole("button", { name: "Search" }).click();
+      await page.getByLabel("Regulatory listing to attach (optional)").selectOption({ label: "Head office" });
+      await page.getByRole("button", { name: `Provision ${attached}` }).click();
+      await page.getByRole("cell", { name: `Yes (listing ${listing})` }).waitFor();
       expect(pageProblems(keyTab.logs)).toEqual([]);
     } finally {
       await keyTab.close();
@@ -280,10 +290,13 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
       await page.getByRole("button", { name: `Mark invalid ${listing}` }).click();
       await page.getByRole("button", { name: `Mark valid ${listing}` }).waitFor();
       await check(page, "operator-listings", 1100);
-      // Deleted by the operator too: asked to confirm.
+      // In use by a number: the API refuses to delete it, and says why.
       await page.getByRole("button", { name: `Delete ${listing}` }).click();
       await page.getByRole("button", { name: `Confirm deleting ${listing}` }).click();
-      await page.getByText("No listings yet: create one above.").waitFor();
+      await page
+        .getByRole("alert")
+        .getByText(new RegExp(`Could not delete ${listing}: FAILED_PRECONDITION`))
+        .waitFor();
       expect(pageProblems(operator.logs)).toEqual([]);
     } finally {
       await operator.close();
@@ -291,10 +304,17 @@ describe.each(testDatabases().slice(0, 1))("the console's number ranges ($name)"
 
     const v = await newTab(h, { width: 375, dark: true });
     try {
-      await signIn(v.page, h.baseUrl, viewer, projectId);
+      await signIn(v.page, h.baseUrl, emptyViewer, emptyId);
       await openPage(v.page, "#/listings", "Regulatory listings");
       await v.page.getByText("No listings yet.").waitFor();
       expect(await v.page.getByRole("form", { name: "Create a listing" }).count()).toBe(0);
+      await check(v.page, "viewer-listings-empty-375-dark", 375);
+      await v.page.getByRole("button", { name: "Sign out" }).click();
+      await signIn(v.page, h.baseUrl, viewer, projectId);
+      await openPage(v.page, "#/listings", "Regulatory listings");
+      await v.page.getByRole("cell", { name: /Acme Pty Ltd/ }).waitFor();
+      expect(await v.page.getByRole("form", { name: "Create a listing" }).count()).toBe(0);
+      expect(await v.page.getByRole("button", { name: `Delete ${listing}` }).count()).toBe(0);
       await check(v.page, "viewer-listings-375-dark", 375);
       expect(pageProblems(v.logs)).toEqual([]);
     } finally {

@@ -16,7 +16,7 @@ import {
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
 import { TextField } from "../kit/fields.js";
-import { enumName, time } from "../kit/format.js";
+import { enumName, lastSegment, time } from "../kit/format.js";
 import { ListTable, PAGED, pagedRows } from "../kit/list.js";
 import { formatLabels } from "../kit/lists.js";
 import {
@@ -122,6 +122,13 @@ export function Instances({
           { header: "Call handlers", cell: (r) => r.incomingCallHandlerUris.join(" ") },
           { header: "Message handlers", cell: (r) => r.incomingMessageHandlerUris.join(" ") },
           { header: "Labels", cell: (r) => formatLabels(r.labels) },
+          {
+            header: "Compliant",
+            cell: (r) =>
+              r.regulatoryListing === ""
+                ? "No listing"
+                : `${r.compliant ? "Yes" : "No"} (listing ${lastSegment(r.regulatoryListing)})`,
+          },
           { header: "Created", cell: (r) => time(r.createTime) },
           {
             header: "Actions",

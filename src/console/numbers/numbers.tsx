@@ -1,24 +1,27 @@
 /**
  * A project's phone numbers: its instances (instances.tsx: filter by
  * prefix, released ones too; edit, release, move, split a range); and the
- * inventory search, provisioning a number from it; for the operator, the
+ * inventory search, provisioning a number from it (a regulatory listing
+ * attached, optionally); for the operator, the
  * registering of a port-in. Writes are offered only
  * when the credential may make them (kit/can.ts).
  */
-import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
+import { useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
 import { type FormEvent, useState } from "react";
 import { PhoneNumberInstances } from "../../../gen/enfonica/numbering/v1beta1/phone_number_instances_pb.js";
 import {
   PhoneNumber_PhoneNumberType as NumberType,
   PhoneNumbers,
 } from "../../../gen/enfonica/numbering/v1beta1/phone_numbers_pb.js";
+import { RegulatoryListings } from "../../../gen/enfonica/numbering/v1beta1/regulatory_listings_pb.js";
 import { useSession } from "../app.js";
 import { useCan } from "../kit/can.js";
 import { ErrorBanner } from "../kit/errors.js";
 import { EnumSelect, TextField } from "../kit/fields.js";
+import { lastSegment } from "../kit/format.js";
 import { ListTable, PAGED, pagedRows } from "../kit/list.js";
 import { parseLines } from "../kit/lists.js";
-import { Page } from "../kit/page.js";
+import { Field, Page } from "../kit/page.js";
 import { useRefresh } from "../kit/refresh.js";
 import { Instances } from "./instances.js";
 import { NUMBER_TYPES, PHONE_NUMBER_COLUMNS } from "./phone-numbers.js";
@@ -46,6 +49,7 @@ function Search({ canWrite }: { canWrite: boolean }) {
   const [numberType, setNumberType] = useState<NumberType>(NumberType.PHONE_NUMBER_TYPE_UNSPECIFIED);
   const [prefix, setPrefix] = useState("");
   const [handler, setHandler] = useState("");
+  const [listing, setListing] = useState("");
   const [query, setQuery] = useState<
     { countryCode: string; numberType: NumberType; prefix: string } | undefined
   >(undefined);
@@ -89,13 +93,16 @@ function Search({ canWrite }: { canWrite: boolean }) {
         <button type="submit">Search</button>
       </form>
       {canWrite && (
-        <TextField
-          label="Call handler URI for numbers provisioned here (optional)"
-          id="provision-handler"
-          type="url"
-          value={handler}
-          onChange={setHandler}
-        />
+        <div className="row">
+          <TextField
+            label="Call handler URI for numbers provisioned here (optional)"
+            id="provision-handler"
+            type="url"
+            value={handler}
+            onChange={setHandler}
+          />
+          <ListingSelect value={listing} onChange={setListing} />
+        </div>
       )}
       {query !== undefined && (
         <ListTable
@@ -133,6 +140,7 @@ function Search({ canWrite }: { canWrite: boolean }) {
                           phoneNumber: { phoneNumber: n.phoneNumber },
                           incomingCallHandlerUris: parseLines(handler),
                         },
+                        regulatoryListing: listing,
                       })
                     }
                   >
@@ -144,5 +152,31 @@ function Search({ canWrite }: { canWrite: boolean }) {
         />
       )}
     </section>
+  );
+}
+
+/**
+ * The project's regulatory listings to attach to numbers provisioned here;
+ * nothing when it has none (or the credential may not list them).
+ */
+function ListingSelect({ value, onChange }: { value: string; onChange: (listing: string) => void }) {
+  const { session } = useSession();
+  const listings = useQuery(RegulatoryListings.method.listRegulatoryListings, {
+    parent: session.project,
+    pageSize: 100,
+  });
+  const rows = listings.data?.regulatoryListings ?? [];
+  if (rows.length === 0) return null;
+  return (
+    <Field label="Regulatory listing to attach (optional)" id="provision-listing">
+      <select id="provision-listing" value={value} onChange={(e) => onChange(e.target.value)}>
+        <option value="">None</option>
+        {rows.map((l) => (
+          <option key={l.name} value={l.name}>
+            {l.displayName || lastSegment(l.name)}
+          </option>
+        ))}
+      </select>
+    </Field>
   );
 }
