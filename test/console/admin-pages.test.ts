@@ -2,7 +2,9 @@
  * The operator's credential pages in headless Chromium against the real
  * app: an API key disabled (its holder's sign-in is then refused with the
  * server's message), enabled again and deleted (asked to confirm); a
- * service account disabled and deleted. axe-core and screenshots.
+ * service account disabled and deleted; the project's signing key shown to
+ * a credential that may read it (not to a viewer) and rotated by the
+ * operator. axe-core and screenshots.
  *
  * Without Chromium this test FAILS (it never skips).
  */
@@ -27,6 +29,8 @@ describe.each(testDatabases().slice(0, 1))("the console's credential pages ($nam
   let projectId = "";
   let keyId = "";
   let secret = "";
+  let owner = "";
+  let viewer = "";
   let setupError: unknown;
 
   beforeAll(async () => {
@@ -37,6 +41,8 @@ describe.each(testDatabases().slice(0, 1))("the console's credential pages ($nam
       const key = await newApiKey(database.db, [{ project, roles: ["roles/viewer"] }]);
       keyId = key.name.slice("apiKeys/".length);
       secret = key.secret;
+      owner = (await newApiKey(database.db, [{ project, roles: ["roles/owner"] }])).secret;
+      viewer = (await newApiKey(database.db, [{ project, roles: ["roles/viewer"] }])).secret;
     } catch (err) {
       setupError = err;
     }
@@ -114,6 +120,53 @@ describe.each(testDatabases().slice(0, 1))("the console's credential pages ($nam
       throw err;
     } finally {
       await close();
+    }
+  });
+
+  it("shows the signing key to a credential that may read it, and lets the operator rotate it", async () => {
+    const h = ready();
+    const v = await newTab(h, { width: 375, dark: true });
+    try {
+      await signIn(v.page, h.baseUrl, viewer, projectId);
+      await openPage(v.page, "#/webhooks", "Webhooks");
+      await v.page.getByText("No webhooks sent yet.").waitFor();
+      // The viewer role may not read the key: not offered.
+      expect(await v.page.getByRole("heading", { name: "Signing key" }).count()).toBe(0);
+    } finally {
+      await v.close();
+    }
+    let before = "";
+    const o = await newTab(h, { width: 375 });
+    try {
+      await signIn(o.page, h.baseUrl, owner, projectId);
+      await openPage(o.page, "#/webhooks", "Webhooks");
+      await o.page.getByRole("button", { name: "Show the signing key" }).click();
+      const key = o.page.getByTestId("signing-key");
+      await expect.poll(() => key.inputValue(), { timeout: 10_000 }).toMatch(/^[A-Za-z0-9+/]{86}==$/);
+      before = await key.inputValue();
+      // Rotating is the operator's.
+      expect(await o.page.getByRole("button", { name: /^Rotate/ }).count()).toBe(0);
+      await check(o.page, "owner-signing-key-375");
+      expect(pageProblems(o.logs)).toEqual([]);
+    } finally {
+      await o.close();
+    }
+    const op = await newTab(h);
+    try {
+      const { page } = op;
+      await signIn(page, h.baseUrl, TEST_OPERATOR_TOKEN);
+      await page.getByRole("button", { name: `Open ${projectId}` }).click();
+      await openPage(page, "#/webhooks", "Webhooks");
+      await page.getByRole("button", { name: "Show the signing key" }).click();
+      const key = page.getByTestId("signing-key");
+      await expect.poll(() => key.inputValue(), { timeout: 10_000 }).toBe(before);
+      await page.getByRole("button", { name: "Rotate the signing key" }).click();
+      await page.getByRole("button", { name: "Confirm: rotate the signing key" }).click();
+      await page.getByText(/Rotated: webhooks are signed with the new key/).waitFor();
+      await expect.poll(() => key.inputValue(), { timeout: 10_000 }).not.toBe(before);
+      expect(pageProblems(op.logs)).toEqual([]);
+    } finally {
+      await op.close();
     }
   });
 });
