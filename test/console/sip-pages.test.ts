@@ -1,7 +1,8 @@
 /**
  * The console's SIP pages in headless Chromium against the real app: a SIP
  * domain's page with its users (added with a write-only password,
- * disabled, edited, deleted), the operator's domain-optional switch,
+ * disabled, edited, deleted) and aliases (endpoints checked as typed),
+ * the operator's domain-optional switch,
  * collaboration verification (the owner applies
  * a string, the operator accepts it), and a SIP call's dialogue drawn as a
  * ladder (rung from the simulator page by the operator) with its capture
@@ -167,6 +168,29 @@ describe.each(testDatabases().slice(0, 1))("the console's SIP pages ($name)", (b
       await page.getByRole("button", { name: "Confirm deleting desk-1" }).click();
       await page.getByText("The domain has no users yet").waitFor();
 
+      // An alias: its endpoints checked as typed, added, deleted.
+      await page.getByText("The domain has no aliases.").waitFor();
+      const alias = page.getByRole("form", { name: "Add an alias" });
+      await alias.getByLabel("Alias ID").fill("pbx");
+      const endpoints = alias.getByLabel("Endpoints (one per line)");
+      await endpoints.fill("pbx.example.com weight=0");
+      await alias
+        .getByRole("alert")
+        .getByText(/not a sip: or sips: URI, weight is 1 to 65535/)
+        .waitFor();
+      expect(await alias.getByRole("button", { name: "Add alias" }).isDisabled()).toBe(true);
+      await endpoints.fill("sip:pbx.example.com:5060 priority=1 weight=20\nsip:backup.example.com disabled");
+      await alias.getByText(/^2 endpoints/).waitFor();
+      await alias
+        .getByLabel("Failover call handler URIs (one per line)")
+        .fill("https://handler.example.com/failover");
+      await alias.getByRole("button", { name: "Add alias" }).click();
+      await page.getByText("sip:backup.example.com priority=0 weight=10 disabled").waitFor();
+      await check(page, "owner-sip-domain-aliases-375", 375);
+      await page.getByRole("button", { name: "Delete alias pbx" }).click();
+      await page.getByRole("button", { name: "Confirm: delete alias pbx" }).click();
+      await page.getByText("The domain has no aliases.").waitFor();
+
       // A user again, then the domain deleted: its users are read, not changed.
       await form.getByLabel("User ID").fill("desk-2");
       await form.getByLabel("Username").fill("desk2");
@@ -209,6 +233,10 @@ describe.each(testDatabases().slice(0, 1))("the console's SIP pages ($name)", (b
       expect(await page.getByRole("form", { name: "Apply a verification string" }).count()).toBe(0);
       expect(await page.getByText("The platform's side").count()).toBe(0);
       expect(await page.getByRole("form", { name: "Domain-optional mode" }).count()).toBe(0);
+      // The collaboration domain's alias is the service's; a viewer may not add any.
+      await page.getByRole("cell", { name: /collab-proxies/ }).waitFor();
+      expect(await page.getByRole("form", { name: "Add an alias" }).count()).toBe(0);
+      expect(await page.getByRole("button", { name: /^Delete alias/ }).count()).toBe(0);
       await check(page, "viewer-sip-domain-375-dark", 375);
       await openPage(page, "#/sip-domains", "SIP domains");
       await page.getByRole("link", { name: new RegExp(id) }).waitFor();

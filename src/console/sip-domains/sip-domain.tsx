@@ -1,6 +1,7 @@
 /**
  * One SIP domain: what it is (address, type, termination, networks), the
- * operator's domain-optional switch, its users, and — for the collaboration
+ * operator's domain-optional switch, its users, its aliases (load
+ * balancers), and — for the collaboration
  * direct-routing type — its verification with the platform.
  */
 import { useQuery } from "@connectrpc/connect-query";
@@ -15,6 +16,7 @@ import { ErrorBanner } from "../kit/errors.js";
 import { enumName, time } from "../kit/format.js";
 import { Page } from "../kit/page.js";
 import { href } from "../router.js";
+import { AliasesSection } from "./aliases.js";
 import { CollabVerificationSection } from "./collab-verification.js";
 import { DomainOptionalCard } from "./domain-optional.js";
 import { SipUsersSection } from "./sip-users.js";
@@ -38,6 +40,7 @@ export default function SipDomainPage({ id }: { id: string }) {
               <DomainOptionalCard key={String(domain.data.domainOptional)} domain={domain.data} />
             )}
           <SipUsersSection domain={domain.data} />
+          <AliasesSection domain={domain.data} />
           {domain.data.type === DomainType.COLLAB_DIRECT_ROUTING && (
             <CollabVerificationSection domain={domain.data} />
           )}
