@@ -70,8 +70,9 @@ export function Instances({
   );
   const all = pagedRows(list, (p) => p.phoneNumberInstances);
   const rows = ranges ? all.filter((r) => r.range !== undefined) : all;
-  const { hasNextPage, isFetching, fetchNextPage } = list;
-  const reading = ranges && rows.length < SCREENFUL && hasNextPage;
+  const { hasNextPage, isFetching, fetchNextPage, isFetchNextPageError } = list;
+  // A failed page stops the reading (its error is shown); "Load more" tries again.
+  const reading = ranges && rows.length < SCREENFUL && hasNextPage && !isFetchNextPageError;
   useEffect(() => {
     if (reading && !isFetching) void fetchNextPage();
   }, [reading, isFetching, fetchNextPage]);
