@@ -1,7 +1,9 @@
 /**
  * Interop: baresip (Debian's `baresip-core`), a real softphone, run headless
- * with a configuration generated into a temporary directory (`-f dir`): no
- * audio device (ausine as the source, aufile as the player), no UI module,
+ * with the configuration docs/connect.md gives (its `accounts` and `config`
+ * files, read from the guide and written into a temporary directory, `-f
+ * dir`): no audio device (ausine as the source, aufile as the player), no UI
+ * module,
  * on 127.0.0.1 (`-n`: without it baresip picks the default interface).
  * It registers to a domain with a SIP user created through the API; the test
  * asserts the binding the edge stores, then that baresip removes it when it
@@ -11,7 +13,7 @@
  * 501 today): issue 27's note lists it as the next step of this test.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
@@ -22,30 +24,21 @@ import { systemClock } from "../../src/clock.js";
 import { sipRegistrations } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
 import { createTestClient, newProject, testConfig } from "../support/app.js";
+import { ROOT } from "../support/build.js";
 import { pglite, useTestDatabase } from "../support/db.js";
-import { newSipDomainId } from "../voice/support.js";
 
 const BASE = "sip.switchboard.local";
-const PASSWORD = "baresip-s3cret";
+/** The guide's account: the user, its password and its domain (`office`). */
+const ACCOUNT = fromGuide("baresip/accounts");
+const PASSWORD = /;auth_pass=([^;]+);/.exec(ACCOUNT)![1]!;
+const SIP_DOMAIN_ID = /^<sip:alice@([a-z0-9-]+)\./.exec(ACCOUNT)![1]!;
 
-/** baresip's `config`: SIP on 127.0.0.1, no audio device, only the modules the test needs. */
-function baresipConfig(): string {
-  return [
-    "poll_method epoll",
-    "sip_listen 127.0.0.1:0",
-    "audio_player aufile,/dev/null",
-    "audio_source ausine,440",
-    "audio_alert aufile,/dev/null",
-    "audio_srate 8000",
-    "audio_channels 1",
-    "video_display none",
-    "module_path /usr/lib/baresip/modules",
-    "module g711.so",
-    "module ausine.so",
-    "module aufile.so",
-    "module_app account.so",
-    "",
-  ].join("\n");
+/** The contents docs/connect.md writes to `file` (a `cat > file <<'EOF'` block). */
+function fromGuide(file: string): string {
+  const guide = readFileSync(join(ROOT, "docs", "connect.md"), "utf8");
+  const m = new RegExp(`cat > ${file.replace("/", "\\/")} <<'EOF'\\n([\\s\\S]*?)\\nEOF\\n`).exec(guide);
+  if (m === null) throw new Error(`docs/connect.md writes no ${file}`);
+  return `${m[1]!}\n`;
 }
 
 interface Baresip {
@@ -88,7 +81,7 @@ describe("baresip registering to a SIP domain", () => {
     const users = createTestClient(SipUsers, database.db, systemClock);
     const d = await domains.createSipDomain({
       parent: await newProject(database.db),
-      sipDomainId: newSipDomainId("baresip"),
+      sipDomainId: SIP_DOMAIN_ID,
       sipDomain: { allowRegister: true },
     });
     sipDomainId = d.sipDomainId;
@@ -113,11 +106,10 @@ describe("baresip registering to a SIP domain", () => {
 
   it("registers a SIP user created through the API, and unregisters when it quits", async () => {
     const fqdn = `${sipDomainId}.${BASE}`;
-    writeFileSync(join(dir, "config"), baresipConfig());
-    writeFileSync(
-      join(dir, "accounts"),
-      `<sip:alice@${fqdn};transport=udp>;auth_pass=${PASSWORD};outbound="sip:127.0.0.1:${udp};transport=udp";regint=300\n`,
-    );
+    // The guide's files, with the edge's port for the documented 5060.
+    expect(ACCOUNT).toContain(`<sip:alice@${fqdn};`);
+    writeFileSync(join(dir, "config"), fromGuide("baresip/config"));
+    writeFileSync(join(dir, "accounts"), ACCOUNT.replace("127.0.0.1:5060", `127.0.0.1:${udp}`));
     const b = startBaresip(dir);
     baresip = b;
     const deadline = Date.now() + 30_000;
