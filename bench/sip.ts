@@ -11,7 +11,9 @@
  *    (60): SIPp's REGISTER scenario with digest (a CSV of the users,
  *    test/interop/scenarios/register-users.xml), every REGISTER challenged
  *    once as a phone's is. The server's CPU over that window (/proc), in %
- *    of one core. Target: <= 5%.
+ *    of one core, beside the same server's idle CPU measured just before
+ *    (BENCH_SIP_IDLE_SECONDS, 10: its timers and pollers). Target: <= 5%,
+ *    idle included.
  * 2. Call setups: a PROGRAMMABLE domain whose handler answers
  *    `<Say>` then `<Hangup/>`, SIPp calling it (bench/sip/call.xml) at
  *    BENCH_SIP_CALL_RATE (200/s) for BENCH_SIP_CALL_SECONDS (60). Targets:
@@ -57,6 +59,7 @@ const REFRESH_SECONDS = intEnv("BENCH_SIP_REFRESH_SECONDS", 60, 1);
 const REGISTER_SECONDS = intEnv("BENCH_SIP_REGISTER_SECONDS", 60, 1);
 const CALL_RATE = intEnv("BENCH_SIP_CALL_RATE", 200, 1);
 const CALL_SECONDS = intEnv("BENCH_SIP_CALL_SECONDS", 60, 1);
+const IDLE_SECONDS = intEnv("BENCH_SIP_IDLE_SECONDS", 10, 1);
 const OPERATOR_TOKEN = "bench-sip-operator-token-0123456789abcdef";
 const PROJECT_ID = "bench-sip";
 const PASSWORD = "bench-sip-s3cret";
@@ -238,6 +241,8 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
         `the first registrations failed (${first.failed} of ${USERS}):\n${first.output.slice(-4000)}`,
       );
     }
+    log(`measuring the idle server for ${IDLE_SECONDS} s ...`);
+    const idle = await measured(server, () => new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000)));
     const refreshes = Math.max(1, Math.round((USERS * REGISTER_SECONDS) / REFRESH_SECONDS));
     log(
       `measuring: ${USERS} users refreshing every ${REFRESH_SECONDS} s for ${REGISTER_SECONDS} s (${refreshes} REGISTERs) ...`,
@@ -255,6 +260,10 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
       registers: run.value.succeeded + run.value.failed,
       failed: run.value.failed,
       cpuPercent: (run.cpuMs / run.wallMs) * 100,
+      idleCpuPercent: (idle.cpuMs / idle.wallMs) * 100,
+      cpuMsPerRegister:
+        (run.cpuMs - (idle.cpuMs / idle.wallMs) * run.wallMs) /
+        Math.max(1, run.value.succeeded + run.value.failed),
     };
 
     // 2. Call setups.
