@@ -21,6 +21,7 @@
  *    One INVITE is sent first: while the edge answers INVITE with 501 (calls
  *    over SIP are not built yet) the section prints "not measured".
  *
+ * BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops.
  * A quick run on a busy machine: BENCH_SIP_USERS=200 BENCH_SIP_REGISTER_SECONDS=10
  * BENCH_SIP_CALL_SECONDS=5 (the figures are then marked indicative).
  */
@@ -165,7 +166,13 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
       CALL_CONCURRENCY_LIMIT: process.env.CALL_CONCURRENCY_LIMIT ?? "10000",
     },
     [],
-    { compiled: true },
+    {
+      compiled: true,
+      // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops.
+      nodeArgs: process.env.BENCH_CPU_PROF
+        ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+        : [],
+    },
   );
   const listening = <T>(msg: string, pick: (entry: Record<string, unknown>) => T | undefined) =>
     server.waitForLine<T>((line) => {
