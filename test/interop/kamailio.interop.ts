@@ -54,10 +54,10 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
 
   /** Users u0, u1, ... of the domain (created in beforeAll). */
   const user = (i: number) => ({ username: `u${i}`, password: PASSWORD });
-  const USERS = 16;
+  const USERS = 20;
 
   /** Registers the next `count` users through SIPp at `port`, one after the other; their usernames. */
-  async function register(port: number, count: number): Promise<string[]> {
+  async function register(port: number, count: number, transport: "u1" | "t1" = "u1"): Promise<string[]> {
     const users = Array.from({ length: count }, () => user(nextUser++));
     const csv = usersCsv(join(dir, `users-${nextUser}.csv`), users);
     const run = await sipp([
@@ -72,7 +72,7 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
       "-s",
       fqdn,
       "-t",
-      "u1",
+      transport,
       "-m",
       String(count),
       "-l",
@@ -196,6 +196,19 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
         expect(contacts[0]).toMatch(new RegExp(`^<sip:${username}@127\\.0\\.0\\.1:\\d+>;expires=\\d+$`));
       }
     }
+  });
+
+  it("takes phones over TCP and relays them to the replicas", async () => {
+    const [username] = await register(kamailio.port, 1, "t1");
+    const rows = await database.db
+      .select()
+      .from(sipRegistrations)
+      .where(eq(sipRegistrations.sipDomainId, sipDomainId));
+    const row = rows.find((r) => r.userId === username);
+    // The phone's contact, as it sent it over TCP; the replica heard it from Kamailio.
+    expect(row?.contactUri).toMatch(new RegExp(`^sip:${username}@127\\.0\\.0\\.1:\\d+$`));
+    expect(row?.sourceAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(replicaIds).toContain(row?.replicaId);
   });
 
   it(`relays an INVITE to a replica and its answer (${INVITE_ANSWER}) back`, async () => {
