@@ -8,6 +8,8 @@
  * - a binding made through either replica is seen by both: a REGISTER query
  *   sent straight to each replica lists it (the bindings are in the shared
  *   database);
+ * - phones over TCP reach the replicas through it (Kamailio to the replicas
+ *   is UDP);
  * - a stopped replica is found by Kamailio's OPTIONS probes and takes no new
  *   requests: every REGISTER after it stopped lands on the other;
  * - an INVITE through Kamailio gets the replica's answer back (today's 501:
