@@ -249,7 +249,7 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
     const [stopped, running] = replicas as [Replica, Replica];
     expect(await stopped.stop()).toBe(0);
     const stoppedUri = `sip:127.0.0.1:${stopped.sipPort}`;
-    // Kamailio's OPTIONS probes find it gone (every second, FR_TIMER 2 s): inactive.
+    // Kamailio's OPTIONS probes find it gone (every second, unanswered after FR_TIMER, 5 s): inactive.
     await until(async () => {
       const ds = await kamailio.destinations();
       return ds.find((d) => d.uri === stoppedUri)?.flags.startsWith("I") === true;
@@ -261,7 +261,7 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
 });
 
 /** Polls `check` until it holds (generous limit: the machine may be busy). */
-async function until(check: () => Promise<boolean>, limitMs = 30_000): Promise<void> {
+async function until(check: () => Promise<boolean>, limitMs = 60_000): Promise<void> {
   const deadline = Date.now() + limitMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error("condition not met in time");

@@ -61,8 +61,11 @@ export async function startKamailio(options: {
       `CTL_SOCKET="unix:${ctl}"`,
       "-A",
       `PROBE_INTERVAL=${options.probeIntervalSeconds ?? 1}`,
+      // One unanswered probe marks a replica inactive; a busy machine gets 5 s to answer one.
       "-A",
-      "FR_TIMER=2000",
+      "PROBE_THRESHOLD=1",
+      "-A",
+      "FR_TIMER=5000",
       "-m",
       "64",
       "-M",
