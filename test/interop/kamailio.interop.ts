@@ -12,9 +12,11 @@
  *   is UDP);
  * - a stopped replica is found by Kamailio's OPTIONS probes and takes no new
  *   requests: every REGISTER after it stopped lands on the other;
- * - an INVITE through Kamailio gets the replica's answer back (today's 501:
- *   calls over SIP are not built yet; INVITE_ANSWER below is the one line to
- *   change when they are).
+ * - an INVITE through Kamailio, to a PROGRAMMABLE domain whose handler says
+ *   hello and hangs up, gets the replica's answer back: today's 501 (calls
+ *   over SIP are not built yet), ACKed hop by hop. INVITE_ANSWER below is the
+ *   one line to change when calls exist (200): the test then ACKs through
+ *   the route set Kamailio recorded and answers the handler's BYE.
  * PostgreSQL only (TEST_DATABASE_URL): the replicas are separate processes.
  */
 import { randomBytes } from "node:crypto";
@@ -23,7 +25,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { SipDomains } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
+import { SipDomain_TerminationMode, SipDomains } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { Projects } from "../../gen/switchboard/admin/v1/projects_pb.js";
 import { SipUsers } from "../../gen/switchboard/voice/v1/sip_users_pb.js";
 import { type Database, openPostgres } from "../../src/db/client.js";
@@ -32,6 +34,7 @@ import { UdpUa } from "../sip/ua.js";
 import { ensureBuilt } from "../support/build.js";
 import { createScratchDatabase, describePostgres } from "../support/db.js";
 import { freePort } from "../support/process.js";
+import { type Receiver, startReceiver } from "../support/receiver.js";
 import { type Kamailio, startKamailio } from "./support/kamailio.js";
 import { queryBindings } from "./support/query.js";
 import { apiClient, BASE_DOMAIN, type Replica, startReplica } from "./support/replicas.js";
@@ -50,6 +53,9 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
   let kamailio: Kamailio;
   let fqdn: string;
   let sipDomainId: string;
+  /** A PROGRAMMABLE domain reached by address: its handler says hello and hangs up. */
+  let callsDomainId: string;
+  let handler: Receiver;
   /** Each replica's id, as it records it on the bindings it writes. */
   const replicaIds: string[] = [];
   let nextUser = 0;
@@ -130,8 +136,15 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
     database = openPostgres(scratch.url);
     dir = mkdtempSync(join(tmpdir(), "sb-kamailio-interop-"));
     // One after the other: the first migrates the database.
-    replicas.push(await startReplica(scratch.url));
-    replicas.push(await startReplica(scratch.url));
+    // The call handler is on 127.0.0.1.
+    const env = { WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true" };
+    replicas.push(await startReplica(scratch.url, env));
+    replicas.push(await startReplica(scratch.url, env));
+    handler = await startReceiver();
+    handler.handle((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/xml" });
+      res.end('<?xml version="1.0" encoding="UTF-8"?><Response><Say>Hello</Say><Hangup/></Response>');
+    });
     const [a] = replicas;
     await apiClient(Projects, a!).createProject({ projectId: "kamailio" });
     sipDomainId = `kam-${randomBytes(4).toString("hex")}`;
@@ -141,6 +154,16 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
       sipDomain: { allowRegister: true },
     });
     fqdn = `${sipDomainId}.${BASE_DOMAIN}`;
+    callsDomainId = `kamc-${randomBytes(4).toString("hex")}`;
+    await apiClient(SipDomains, a!).createSipDomain({
+      parent: "projects/kamailio",
+      sipDomainId: callsDomainId,
+      sipDomain: {
+        callTerminationMode: SipDomain_TerminationMode.PROGRAMMABLE,
+        callTerminationHandlerUris: [`${handler.base}/voice`],
+        cidrBlocks: [{ cidrBlock: "127.0.0.0/8" }],
+      },
+    });
     const users = apiClient(SipUsers, a!);
     for (let i = 0; i < USERS; i++) {
       await users.createSipUser({
@@ -160,6 +183,7 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
 
   afterAll(async () => {
     await kamailio?.stop();
+    await handler?.close();
     const codes = await Promise.all(replicas.map((r) => r.stop()));
     await database?.close();
     await scratch?.drop();
@@ -214,32 +238,98 @@ describePostgres("Kamailio's dispatcher in front of two replicas", () => {
   });
 
   it(`relays an INVITE to a replica and its answer (${INVITE_ANSWER}) back`, async () => {
+    // To a PROGRAMMABLE domain reached by address (no users; 127.0.0.0/8), whose handler says
+    // hello and hangs up: what a call through Kamailio will do once calls over SIP exist.
+    const callsFqdn = `${callsDomainId}.${BASE_DOMAIN}`;
     const ua = await UdpUa.open();
     try {
-      const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
-      const head = (method: string, toTag = "") =>
-        [
-          `${method} sip:+61491570156@${fqdn} SIP/2.0`,
-          `Via: SIP/2.0/UDP 127.0.0.1:${ua.port};rport;branch=${branch}`,
-          "Max-Forwards: 70",
-          `From: <sip:u0@${fqdn}>;tag=kamailio-interop`,
-          `To: <sip:+61491570156@${fqdn}>${toTag}`,
-          `Call-ID: ${branch}@interop`,
-          `CSeq: 1 ${method}`,
-        ].join("\n");
+      const callId = `${randomBytes(8).toString("hex")}@interop`;
+      const invite = `z9hG4bK${randomBytes(6).toString("hex")}`;
+      const sdp = [
+        "v=0",
+        "o=- 1 1 IN IP4 127.0.0.1",
+        "s=-",
+        "c=IN IP4 127.0.0.1",
+        "t=0 0",
+        `m=audio ${ua.port} RTP/AVP 0`,
+        "a=rtpmap:0 PCMU/8000",
+        "",
+      ].join("\r\n");
+      const dialog = (method: string, cseq: number, branch: string, toTag = "") => [
+        `Via: SIP/2.0/UDP 127.0.0.1:${ua.port};rport;branch=${branch}`,
+        "Max-Forwards: 70",
+        `From: <sip:interop@127.0.0.1>;tag=kamailio-interop`,
+        `To: <sip:+61491570156@${callsFqdn}>${toTag}`,
+        `Call-ID: ${callId}`,
+        `CSeq: ${cseq} ${method}`,
+      ];
       ua.send(
-        `${head("INVITE")}\nContact: <sip:u0@127.0.0.1:${ua.port}>\nContent-Length: 0\n\n`,
+        [
+          `INVITE sip:+61491570156@${callsFqdn} SIP/2.0`,
+          ...dialog("INVITE", 1, invite),
+          `Contact: <sip:interop@127.0.0.1:${ua.port}>`,
+          "Content-Type: application/sdp",
+          `Content-Length: ${Buffer.byteLength(sdp)}`,
+          "",
+          sdp,
+        ].join("\n"),
         kamailio.port,
       );
-      const final = await ua.inbox.next((m) => m.status !== undefined && m.status >= 200);
+      const final = await ua.inbox.next((m) => m.status !== undefined && m.status >= 200, 30_000);
       expect(final.status, final.text).toBe(INVITE_ANSWER);
       // Passed through Kamailio: its Via was taken off, ours is on top.
       expect(final.headers("Via")).toHaveLength(1);
-      expect(final.header("Via")).toContain(branch);
+      expect(final.header("Via")).toContain(invite);
       const toTag = /;tag=[^;>\s]+/.exec(final.header("To") ?? "")?.[0] ?? "";
-      ua.send(`${head("ACK", toTag)}\nContent-Length: 0\n\n`, kamailio.port);
-      // Acknowledged: Kamailio does not send the final answer again.
-      expect((await ua.inbox.quiet(1_500)).filter((m) => m.status === INVITE_ANSWER)).toEqual([]);
+      if (final.status! >= 300) {
+        // A refusal: ACKed hop by hop (the INVITE's branch); Kamailio absorbs the ACK and does
+        // not send the answer again.
+        ua.send(
+          [
+            `ACK sip:+61491570156@${callsFqdn} SIP/2.0`,
+            ...dialog("ACK", 1, invite, toTag),
+            "Content-Length: 0",
+            "",
+            "",
+          ].join("\n"),
+          kamailio.port,
+        );
+        expect((await ua.inbox.quiet(1_500)).filter((m) => m.status === INVITE_ANSWER)).toEqual([]);
+        return;
+      }
+      // Answered: Kamailio record-routed the dialog. The ACK goes to the replica's Contact
+      // through the route set (Kamailio first), and the handler's hang-up comes back the
+      // same way as a BYE.
+      const recordRoutes = final.headers("Record-Route").flatMap((h) => h.split(/,\s*(?=<)/));
+      expect(recordRoutes.join(",")).toContain(`127.0.0.1:${kamailio.port}`);
+      const contact = /<([^>]+)>/.exec(final.header("Contact") ?? "")![1]!;
+      ua.send(
+        [
+          `ACK ${contact} SIP/2.0`,
+          ...dialog("ACK", 1, `z9hG4bK${randomBytes(6).toString("hex")}`, toTag),
+          ...[...recordRoutes].reverse().map((r) => `Route: ${r}`),
+          "Content-Length: 0",
+          "",
+          "",
+        ].join("\n"),
+        kamailio.port,
+      );
+      const bye = await ua.inbox.next((m) => m.method === "BYE", 30_000);
+      expect(bye.header("Call-ID")).toBe(callId);
+      ua.send(
+        [
+          "SIP/2.0 200 OK",
+          ...bye.headers("Via").map((v) => `Via: ${v}`),
+          `From: ${bye.header("From")}`,
+          `To: ${bye.header("To")}`,
+          `Call-ID: ${callId}`,
+          `CSeq: ${bye.header("CSeq")}`,
+          "Content-Length: 0",
+          "",
+          "",
+        ].join("\n"),
+        kamailio.port,
+      );
     } finally {
       ua.close();
     }
