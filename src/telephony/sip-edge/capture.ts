@@ -1,0 +1,486 @@
+/**
+ * The SIP edge's capture: what GetSipInfo shows of a real call. The SIP
+ * transport's tap (src/sip/transport.ts) hands over every message crossing
+ * the wire; this keeps those of the SIP dialogues that belong to calls and
+ * writes them to the database (src/voice/sip-info/repository.ts), so that
+ * every replica can answer for them.
+ *
+ * - Which messages: those whose Call-ID began with an INVITE request (sent or
+ *   received): the INVITE, its digest challenge and the INVITE that answers
+ *   it, provisional and final responses, ACK, CANCEL, and every in-dialog
+ *   request after (BYE, re-INVITE, INFO, ...). OPTIONS pings, REGISTER and
+ *   anything else outside an INVITE's Call-ID are ignored.
+ * - Which calls: the SIP carrier `attach`es a call to the Call-ID that set it
+ *   up (before its INVITE is sent, or once the INVITE it received became a
+ *   call). Until then the dialogue's messages are held in memory, bounded;
+ *   a dialogue no call claims within PENDING_SECONDS is forgotten, unstored
+ *   (a refused INVITE, a scanner, a challenge never answered).
+ * - Bounds per call: the first SIP_CAPTURE_MAX_MESSAGES messages and
+ *   SIP_CAPTURE_MAX_BYTES bytes are stored; once either would be passed the
+ *   capture is truncated: later messages are only counted (stored as the
+ *   capture's omitted counts). A single message above MAX_PCAP_PAYLOAD
+ *   bytes cannot be one pcap packet and truncates too.
+ * - Off the hot path: the tap reads the Call-ID and start line from the
+ *   header bytes and queues the message; redaction (src/sip/redact.ts: no
+ *   password digest, cnonce or SRTP key is ever written), parsing and the
+ *   database write happen in batches every FLUSH_MS. A failed write is
+ *   logged and counted (`switchboard_sip_capture_messages_total{outcome=
+ *   "lost"}`), never thrown; a call whose writes keep failing (deleted,
+ *   say) is dropped from the capture.
+ * - Memory: at most MAX_DIALOGUES dialogues are followed (the oldest go
+ *   first); a dialogue is forgotten ENDED_SECONDS after its BYE or a final
+ *   failure response to its INVITE (unless an INVITE follows, as after a
+ *   digest challenge), or after IDLE_SECONDS without a message.
+ * - Addresses as the sockets reported them, except that IPv4-mapped IPv6
+ *   addresses (`::ffff:a.b.c.d`, seen on a dual-stack listener) are written
+ *   as IPv4, and a listener bound to every address (0.0.0.0, ::) — which
+ *   cannot tell the address a datagram arrived on — is written as
+ *   `localAddress` (the advertised host when it is an IP address).
+ */
+import { isIP } from "node:net";
+import { Counter } from "prom-client";
+import type { NewSipCaptureMessageRow } from "../../db/schema/index.js";
+import type { Logger } from "../../log.js";
+import { registry } from "../../observability/metrics.js";
+import { redactSipMessage } from "../../sip/redact.js";
+import type { WireAddress, WireMessage } from "../../sip/transport.js";
+import type { CaptureBatch, CaptureUpsert } from "../../voice/sip-info/repository.js";
+import { MAX_PCAP_PAYLOAD } from "../sip/pcap.js";
+
+export const FLUSH_MS = 100;
+export const PENDING_SECONDS = 60;
+export const ENDED_SECONDS = 32;
+export const IDLE_SECONDS = 6 * 3600;
+export const MAX_DIALOGUES = 10_000;
+/** Messages per database write; more wait for the next flush. */
+const BATCH = 1000;
+/** Consecutive failed writes after which a call is no longer captured. */
+const MAX_FAILURES = 3;
+
+const captured = new Counter({
+  name: "switchboard_sip_capture_messages_total",
+  help: "SIP messages of calls the capture stored, omitted (over a call's bound) or lost (a failed write)",
+  labelNames: ["outcome"],
+  registers: [registry],
+});
+
+/** Where batches go (the repository; a test may count them). */
+export interface CaptureStore {
+  write(batch: CaptureBatch): Promise<void>;
+}
+
+export interface SipCaptureOptions {
+  store: CaptureStore;
+  maxMessages: number;
+  maxBytes: number;
+  log: Logger;
+  /** The address written for a listener bound to every address (0.0.0.0, ::). */
+  localAddress?: string | undefined;
+  /** For the ages of dialogues (default performance.now). */
+  monotonicMs?: () => number;
+  /** The time written as a capture's creation (default the system clock). */
+  now?: () => Date;
+}
+
+/** One call's capture: its counters across every Call-ID attached to it. */
+interface CallCapture {
+  callId: string;
+  sipCallId: string;
+  createTime: Date;
+  /** The next message's position. */
+  seq: number;
+  count: number;
+  bytes: number;
+  truncated: boolean;
+  /** Omitted counts not yet written. */
+  omittedMessages: number;
+  omittedBytes: number;
+  /** Whether its row has been written (else the next batch creates it). */
+  stored: boolean;
+  failures: number;
+  /** No longer captured: its writes kept failing. */
+  dead: boolean;
+  /** Dialogues followed for it; 0: it is forgotten once everything is written. */
+  dialogues: number;
+}
+
+/** A Call-ID followed. */
+interface Dialogue {
+  sipCallId: string;
+  call: CallCapture | undefined;
+  /** Messages before a call claimed it. */
+  held: WireMessage[];
+  heldBytes: number;
+  heldOmitted: { messages: number; bytes: number };
+  lastMs: number;
+  endedMs: number | undefined;
+}
+
+interface Queued {
+  call: CallCapture;
+  seq: number;
+  sipCallId: string;
+  message: WireMessage;
+}
+
+const HEAD_END = Buffer.from("\r\n\r\n");
+const CALL_ID = /^(?:call-id|i)[ \t]*:[ \t]*([^\r\n]*?)[ \t]*$/im;
+const CSEQ_METHOD = /^cseq[ \t]*:[ \t]*\d+[ \t]+([A-Za-z]+)/im;
+const FAILURE_STATUS = /^SIP\/2\.0 [3-6]\d\d /;
+const MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
+
+/** The header section as text (latin1: one char per byte), without reading a large body. */
+function headOf(data: Buffer): string {
+  const end = data.indexOf(HEAD_END);
+  return data.toString("latin1", 0, end < 0 ? data.length : end);
+}
+
+export class SipCapture {
+  private readonly dialogues = new Map<string, Dialogue>();
+  private readonly calls = new Map<string, CallCapture>();
+  private queue: Queued[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> | undefined;
+  private sweptMs = 0;
+  private closed = false;
+  private readonly nowMs: () => number;
+
+  constructor(private readonly options: SipCaptureOptions) {
+    this.nowMs = options.monotonicMs ?? (() => performance.now());
+  }
+
+  /** The transport's tap: cheap, synchronous, never throws. */
+  readonly tap = (message: WireMessage): void => {
+    if (this.closed) return;
+    try {
+      this.take(message);
+    } catch (err) {
+      this.options.log.warn({ err }, "SIP capture could not read a message");
+    }
+  };
+
+  private take(message: WireMessage): void {
+    const head = headOf(message.data);
+    const sipCallId = CALL_ID.exec(head)?.[1];
+    if (sipCallId === undefined || sipCallId === "") return;
+    const now = this.nowMs();
+    if (now - this.sweptMs > 1000) this.sweep(now);
+    let dialogue = this.dialogues.get(sipCallId);
+    if (dialogue === undefined) {
+      if (!head.startsWith("INVITE ")) return;
+      dialogue = this.follow(sipCallId, now);
+    }
+    dialogue.lastMs = now;
+    if (head.startsWith("INVITE ")) dialogue.endedMs = undefined;
+    else if (
+      head.startsWith("BYE ") ||
+      (FAILURE_STATUS.test(head) && CSEQ_METHOD.exec(head)?.[1]?.toUpperCase() === "INVITE")
+    ) {
+      dialogue.endedMs ??= now;
+    }
+    if (dialogue.call !== undefined) this.record(dialogue.call, sipCallId, message);
+    else this.hold(dialogue, message);
+  }
+
+  private follow(sipCallId: string, now: number): Dialogue {
+    if (this.dialogues.size >= MAX_DIALOGUES) {
+      const oldest = this.dialogues.keys().next().value;
+      if (oldest !== undefined) this.forget(oldest);
+    }
+    const dialogue: Dialogue = {
+      sipCallId,
+      call: undefined,
+      held: [],
+      heldBytes: 0,
+      heldOmitted: { messages: 0, bytes: 0 },
+      lastMs: now,
+      endedMs: undefined,
+    };
+    this.dialogues.set(sipCallId, dialogue);
+    return dialogue;
+  }
+
+  /** Before a call claims the dialogue: kept in memory within the same bounds as a call's. */
+  private hold(dialogue: Dialogue, message: WireMessage): void {
+    const size = message.data.length;
+    const full =
+      dialogue.heldOmitted.messages > 0 ||
+      dialogue.held.length >= this.options.maxMessages ||
+      dialogue.heldBytes + size > this.options.maxBytes ||
+      size > MAX_PCAP_PAYLOAD;
+    if (full) {
+      dialogue.heldOmitted.messages++;
+      dialogue.heldOmitted.bytes += size;
+      return;
+    }
+    dialogue.held.push(message);
+    dialogue.heldBytes += size;
+  }
+
+  private record(call: CallCapture, sipCallId: string, message: WireMessage): void {
+    if (call.dead) return;
+    const size = message.data.length;
+    if (
+      call.truncated ||
+      call.count >= this.options.maxMessages ||
+      call.bytes + size > this.options.maxBytes ||
+      size > MAX_PCAP_PAYLOAD
+    ) {
+      this.omit(call, 1, size);
+      return;
+    }
+    call.count++;
+    call.bytes += size;
+    this.queue.push({ call, seq: call.seq++, sipCallId, message });
+    this.schedule();
+  }
+
+  private omit(call: CallCapture, messages: number, bytes: number): void {
+    if (messages === 0) return;
+    if (!call.truncated) {
+      call.truncated = true;
+      this.options.log.info(
+        { callId: call.callId, sipCallId: call.sipCallId, messages: call.count, bytes: call.bytes },
+        "SIP capture of the call truncated: its bound is reached, later messages are only counted",
+      );
+    }
+    call.omittedMessages += messages;
+    call.omittedBytes += bytes;
+    captured.inc({ outcome: "omitted" }, messages);
+    this.schedule();
+  }
+
+  /**
+   * Claims the SIP dialogue `sipCallId` for the call `callId`: its messages
+   * so far (held since its INVITE) and from now on are stored as the call's.
+   * Called by the SIP carrier when a received INVITE becomes a call, or
+   * before it sends a call's INVITE. A call may have several Call-IDs (one
+   * capture, one bound); a Call-ID belongs to the first call that claims it.
+   */
+  attach(callId: string, sipCallId: string): void {
+    if (this.closed || sipCallId === "") return;
+    let call = this.calls.get(callId);
+    if (call === undefined) {
+      call = {
+        callId,
+        sipCallId,
+        createTime: this.options.now?.() ?? new Date(),
+        seq: 0,
+        count: 0,
+        bytes: 0,
+        truncated: false,
+        omittedMessages: 0,
+        omittedBytes: 0,
+        stored: false,
+        failures: 0,
+        dead: false,
+        dialogues: 0,
+      };
+      this.calls.set(callId, call);
+      this.schedule();
+    }
+    const dialogue = this.dialogues.get(sipCallId) ?? this.follow(sipCallId, this.nowMs());
+    if (dialogue.call !== undefined) {
+      if (dialogue.call !== call) {
+        this.options.log.warn(
+          { callId, sipCallId, attachedTo: dialogue.call.callId },
+          "SIP capture: the Call-ID already belongs to another call",
+        );
+      }
+      return;
+    }
+    dialogue.call = call;
+    call.dialogues++;
+    for (const message of dialogue.held) this.record(call, sipCallId, message);
+    this.omit(call, dialogue.heldOmitted.messages, dialogue.heldOmitted.bytes);
+    dialogue.held = [];
+    dialogue.heldBytes = 0;
+    dialogue.heldOmitted = { messages: 0, bytes: 0 };
+  }
+
+  private forget(sipCallId: string): void {
+    const dialogue = this.dialogues.get(sipCallId);
+    if (dialogue === undefined) return;
+    this.dialogues.delete(sipCallId);
+    if (dialogue.call !== undefined) {
+      dialogue.call.dialogues--;
+      this.release(dialogue.call);
+    }
+  }
+
+  /** Forgets a call no dialogue follows any more once nothing of it waits to be written. */
+  private release(call: CallCapture): void {
+    if (call.dialogues > 0 || this.calls.get(call.callId) !== call) return;
+    const waiting =
+      !call.dead && (!call.stored || call.omittedMessages > 0 || this.queue.some((q) => q.call === call));
+    if (!waiting) this.calls.delete(call.callId);
+  }
+
+  /** Drops dialogues past their time; runs at most once a second, from the tap. */
+  private sweep(now: number): void {
+    this.sweptMs = now;
+    for (const [sipCallId, d] of this.dialogues) {
+      const expired =
+        d.endedMs !== undefined
+          ? now - d.endedMs > ENDED_SECONDS * 1000
+          : now - d.lastMs > (d.call === undefined ? PENDING_SECONDS : IDLE_SECONDS) * 1000;
+      if (expired) this.forget(sipCallId);
+    }
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined || this.writing !== undefined || this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.writeNext();
+    }, FLUSH_MS);
+    this.timer.unref();
+  }
+
+  private pendingWork(): boolean {
+    if (this.queue.length > 0) return true;
+    for (const call of this.calls.values()) {
+      if (!call.dead && (!call.stored || call.omittedMessages > 0)) return true;
+    }
+    return false;
+  }
+
+  /** One batch: capture rows and omitted counts of every call with news, then queued messages. */
+  private writeNext(): Promise<void> {
+    if (this.writing !== undefined) return this.writing;
+    const taken = this.queue.slice(0, BATCH);
+    this.queue = this.queue.slice(taken.length);
+    const withMessages = new Set(taken.map((q) => q.call));
+    const calls = [...this.calls.values()].filter(
+      (c) => !c.dead && (!c.stored || c.omittedMessages > 0 || withMessages.has(c)),
+    );
+    this.writing = this.write(calls, taken).finally(() => {
+      this.writing = undefined;
+      for (const call of calls) this.release(call);
+      if (this.pendingWork()) this.schedule();
+    });
+    return this.writing;
+  }
+
+  private async write(calls: CallCapture[], taken: Queued[]): Promise<void> {
+    const omitted = new Map(calls.map((c) => [c, { messages: c.omittedMessages, bytes: c.omittedBytes }]));
+    const upsert = (c: CallCapture): CaptureUpsert => ({
+      callId: c.callId,
+      sipCallId: c.sipCallId,
+      omittedMessages: omitted.get(c)?.messages ?? 0,
+      omittedBytes: omitted.get(c)?.bytes ?? 0,
+      createTime: c.createTime,
+    });
+    const rows = new Map<CallCapture, NewSipCaptureMessageRow[]>(calls.map((c) => [c, []]));
+    for (const q of taken) {
+      if (q.call.dead) continue;
+      rows.get(q.call)?.push(this.row(q));
+    }
+    const succeeded = (group: CallCapture[]) => {
+      for (const c of group) {
+        const o = omitted.get(c)!;
+        c.omittedMessages -= o.messages;
+        c.omittedBytes -= o.bytes;
+        c.stored = true;
+        c.failures = 0;
+        captured.inc({ outcome: "stored" }, rows.get(c)?.length ?? 0);
+      }
+    };
+    const live = calls.filter((c) => !c.dead);
+    try {
+      await this.options.store.write({
+        captures: live.map(upsert),
+        messages: live.flatMap((c) => rows.get(c) ?? []),
+      });
+      succeeded(live);
+      return;
+    } catch (err) {
+      if (live.length === 1) {
+        this.failed(live[0]!, rows.get(live[0]!)?.length ?? 0, err);
+        return;
+      }
+      this.options.log.debug({ err }, "SIP capture batch failed; writing call by call");
+    }
+    // One call's failure (a deleted call, say) must not lose the others'.
+    for (const c of live) {
+      try {
+        await this.options.store.write({ captures: [upsert(c)], messages: rows.get(c) ?? [] });
+        succeeded([c]);
+      } catch (err) {
+        this.failed(c, rows.get(c)?.length ?? 0, err);
+      }
+    }
+  }
+
+  private failed(call: CallCapture, lost: number, err: unknown): void {
+    captured.inc({ outcome: "lost" }, lost);
+    call.failures++;
+    if (call.failures >= MAX_FAILURES) call.dead = true;
+    this.options.log.warn(
+      { err, callId: call.callId, sipCallId: call.sipCallId, lost, givenUp: call.dead },
+      "SIP capture could not store messages of a call",
+    );
+  }
+
+  private row(q: Queued): NewSipCaptureMessageRow {
+    const m = q.message;
+    const data = redactSipMessage(m.data);
+    const head = headOf(data);
+    const lineEnd = head.indexOf("\r\n");
+    const startLine = Buffer.from(lineEnd < 0 ? head : head.slice(0, lineEnd), "latin1").toString("utf8");
+    const method = startLine.startsWith("SIP/")
+      ? (CSEQ_METHOD.exec(head)?.[1] ?? "").toUpperCase()
+      : startLine.split(" ")[0]!;
+    const source = this.address(m.source);
+    const destination = this.address(m.destination);
+    return {
+      callId: q.call.callId,
+      seq: q.seq,
+      sipCallId: q.sipCallId,
+      time: m.time,
+      direction: m.direction === "received" ? "RECEIVED" : "SENT",
+      transport: m.transport,
+      sourceIp: source.address,
+      sourcePort: source.port,
+      destinationIp: destination.address,
+      destinationPort: destination.port,
+      method,
+      startLine,
+      data,
+    };
+  }
+
+  private address(a: WireAddress): WireAddress {
+    const mapped = MAPPED.exec(a.address);
+    if (mapped !== null) return { address: mapped[1]!, port: a.port };
+    const local = this.options.localAddress;
+    if ((a.address === "0.0.0.0" || a.address === "::") && local !== undefined && isIP(local) !== 0) {
+      return { address: local, port: a.port };
+    }
+    return { address: a.address, port: a.port };
+  }
+
+  /** Writes everything captured so far (tests, and before closing). */
+  async flush(): Promise<void> {
+    for (;;) {
+      if (this.timer !== undefined) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+      }
+      if (this.writing !== undefined) {
+        await this.writing;
+        continue;
+      }
+      if (!this.pendingWork()) return;
+      await this.writeNext();
+    }
+  }
+
+  /** Stops capturing; what was captured is written first. */
+  async close(): Promise<void> {
+    await this.flush().catch(() => {});
+    this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
