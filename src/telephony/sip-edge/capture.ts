@@ -23,10 +23,11 @@
  * - Off the hot path: the tap reads the Call-ID and start line from the
  *   header bytes and queues the message; redaction (src/sip/redact.ts: no
  *   password digest, cnonce or SRTP key is ever written), parsing and the
- *   database write happen in batches every FLUSH_MS. A failed write is
+ *   database write happen in batches every FLUSH_MS (waiting longer, up to
+ *   MAX_BACKOFF_MS, while writes fail). A failed write's messages are lost,
  *   logged and counted (`switchboard_sip_capture_messages_total{outcome=
- *   "lost"}`), never thrown; a call whose writes keep failing (deleted,
- *   say) is dropped from the capture.
+ *   "lost"}`), never thrown; a call that no longer exists (deleted with its
+ *   project) is dropped from the capture without costing the others theirs.
  * - Memory: at most MAX_DIALOGUES dialogues are followed (the oldest go
  *   first); a dialogue is forgotten ENDED_SECONDS after its BYE or a final
  *   failure response to its INVITE (unless an INVITE follows, as after a
@@ -54,8 +55,8 @@ export const IDLE_SECONDS = 6 * 3600;
 export const MAX_DIALOGUES = 10_000;
 /** Messages per database write; more wait for the next flush. */
 const BATCH = 1000;
-/** Consecutive failed writes after which a call is no longer captured. */
-const MAX_FAILURES = 3;
+/** The longest wait between writes while they fail. */
+const MAX_BACKOFF_MS = 5000;
 
 const captured = new Counter({
   name: "switchboard_sip_capture_messages_total",
@@ -97,8 +98,7 @@ interface CallCapture {
   omittedBytes: number;
   /** Whether its row has been written (else the next batch creates it). */
   stored: boolean;
-  failures: number;
-  /** No longer captured: its writes kept failing. */
+  /** No longer captured: it does not exist (any more). */
   dead: boolean;
   /** Dialogues followed for it; 0: it is forgotten once everything is written. */
   dialogues: number;
@@ -129,6 +129,15 @@ const CSEQ_METHOD = /^cseq[ \t]*:[ \t]*\d+[ \t]+([A-Za-z]+)/im;
 const FAILURE_STATUS = /^SIP\/2\.0 [3-6]\d\d /;
 const MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
 
+/** Whether a write failed on a foreign key (PostgreSQL 23503): its call is gone. */
+function isMissingCall(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Object && depth < 5; depth++) {
+    if ((e as { code?: unknown }).code === "23503") return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** The header section as text (latin1: one char per byte), without reading a large body. */
 function headOf(data: Buffer): string {
   const end = data.indexOf(HEAD_END);
@@ -142,6 +151,7 @@ export class SipCapture {
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> | undefined;
   private sweptMs = 0;
+  private failStreak = 0;
   private closed = false;
   private readonly nowMs: () => number;
 
@@ -272,7 +282,6 @@ export class SipCapture {
         omittedMessages: 0,
         omittedBytes: 0,
         stored: false,
-        failures: 0,
         dead: false,
         dialogues: 0,
       };
@@ -328,12 +337,12 @@ export class SipCapture {
     }
   }
 
-  private schedule(): void {
+  private schedule(delayMs = FLUSH_MS): void {
     if (this.timer !== undefined || this.writing !== undefined || this.closed) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.writeNext();
-    }, FLUSH_MS);
+    }, delayMs);
     this.timer.unref();
   }
 
@@ -345,7 +354,7 @@ export class SipCapture {
     return false;
   }
 
-  /** One batch: capture rows and omitted counts of every call with news, then queued messages. */
+  /** One batch: capture rows and omitted counts of every call with news, then queued messages. Never rejects. */
   private writeNext(): Promise<void> {
     if (this.writing !== undefined) return this.writing;
     const taken = this.queue.slice(0, BATCH);
@@ -354,71 +363,90 @@ export class SipCapture {
     const calls = [...this.calls.values()].filter(
       (c) => !c.dead && (!c.stored || c.omittedMessages > 0 || withMessages.has(c)),
     );
-    this.writing = this.write(calls, taken).finally(() => {
-      this.writing = undefined;
-      for (const call of calls) this.release(call);
-      if (this.pendingWork()) this.schedule();
-    });
+    this.writing = this.write(calls, taken)
+      .catch((err: unknown) => {
+        this.options.log.error({ err }, "SIP capture failed to prepare a batch");
+        return false;
+      })
+      .then((ok) => {
+        this.failStreak = ok ? 0 : this.failStreak + 1;
+      })
+      .finally(() => {
+        this.writing = undefined;
+        for (const call of calls) this.release(call);
+        // After failures, wait longer (the database may be down): up to MAX_BACKOFF_MS.
+        if (this.pendingWork()) this.schedule(Math.min(FLUSH_MS * 2 ** this.failStreak, MAX_BACKOFF_MS));
+      });
     return this.writing;
   }
 
-  private async write(calls: CallCapture[], taken: Queued[]): Promise<void> {
-    const omitted = new Map(calls.map((c) => [c, { messages: c.omittedMessages, bytes: c.omittedBytes }]));
+  /** Writes a batch; whether it all went in. */
+  private async write(calls: CallCapture[], taken: Queued[]): Promise<boolean> {
+    const live = calls.filter((c) => !c.dead);
+    if (live.length === 0) return true;
+    const omitted = new Map(live.map((c) => [c, { messages: c.omittedMessages, bytes: c.omittedBytes }]));
     const upsert = (c: CallCapture): CaptureUpsert => ({
       callId: c.callId,
       sipCallId: c.sipCallId,
-      omittedMessages: omitted.get(c)?.messages ?? 0,
-      omittedBytes: omitted.get(c)?.bytes ?? 0,
+      omittedMessages: omitted.get(c)!.messages,
+      omittedBytes: omitted.get(c)!.bytes,
       createTime: c.createTime,
     });
-    const rows = new Map<CallCapture, NewSipCaptureMessageRow[]>(calls.map((c) => [c, []]));
-    for (const q of taken) {
-      if (q.call.dead) continue;
-      rows.get(q.call)?.push(this.row(q));
-    }
+    const rows = new Map<CallCapture, NewSipCaptureMessageRow[]>(live.map((c) => [c, []]));
+    for (const q of taken) rows.get(q.call)?.push(this.row(q));
     const succeeded = (group: CallCapture[]) => {
       for (const c of group) {
         const o = omitted.get(c)!;
         c.omittedMessages -= o.messages;
         c.omittedBytes -= o.bytes;
         c.stored = true;
-        c.failures = 0;
-        captured.inc({ outcome: "stored" }, rows.get(c)?.length ?? 0);
+        captured.inc({ outcome: "stored" }, rows.get(c)!.length);
       }
     };
-    const live = calls.filter((c) => !c.dead);
     try {
       await this.options.store.write({
         captures: live.map(upsert),
-        messages: live.flatMap((c) => rows.get(c) ?? []),
+        messages: live.flatMap((c) => rows.get(c)!),
       });
       succeeded(live);
-      return;
+      return true;
     } catch (err) {
-      if (live.length === 1) {
-        this.failed(live[0]!, rows.get(live[0]!)?.length ?? 0, err);
-        return;
+      if (!isMissingCall(err) || live.length === 1) {
+        this.failed(live, rows, err);
+        return false;
       }
-      this.options.log.debug({ err }, "SIP capture batch failed; writing call by call");
     }
-    // One call's failure (a deleted call, say) must not lose the others'.
+    // A call of the batch is gone (deleted with its project): the others go in one by one.
+    let ok = true;
     for (const c of live) {
       try {
-        await this.options.store.write({ captures: [upsert(c)], messages: rows.get(c) ?? [] });
+        await this.options.store.write({ captures: [upsert(c)], messages: rows.get(c)! });
         succeeded([c]);
       } catch (err) {
-        this.failed(c, rows.get(c)?.length ?? 0, err);
+        this.failed([c], rows, err);
+        ok = false;
       }
     }
+    return ok;
   }
 
-  private failed(call: CallCapture, lost: number, err: unknown): void {
+  /**
+   * A write failed: its messages are lost (logged, counted). A call that no
+   * longer exists is given up; otherwise its capture row and omitted counts
+   * are tried again with the next batch.
+   */
+  private failed(
+    group: CallCapture[],
+    rows: Map<CallCapture, NewSipCaptureMessageRow[]>,
+    err: unknown,
+  ): void {
+    const lost = group.reduce((n, c) => n + (rows.get(c)?.length ?? 0), 0);
     captured.inc({ outcome: "lost" }, lost);
-    call.failures++;
-    if (call.failures >= MAX_FAILURES) call.dead = true;
+    const missing = isMissingCall(err);
+    if (missing) for (const c of group) c.dead = true;
     this.options.log.warn(
-      { err, callId: call.callId, sipCallId: call.sipCallId, lost, givenUp: call.dead },
-      "SIP capture could not store messages of a call",
+      { err, calls: group.map((c) => c.callId), lost, givenUp: missing },
+      missing ? "SIP capture: the call no longer exists" : "SIP capture could not store messages",
     );
   }
 
@@ -460,20 +488,15 @@ export class SipCapture {
     return { address: a.address, port: a.port };
   }
 
-  /** Writes everything captured so far (tests, and before closing). */
+  /** Writes everything captured so far (tests, and before closing); one attempt each. */
   async flush(): Promise<void> {
-    for (;;) {
-      if (this.timer !== undefined) {
-        clearTimeout(this.timer);
-        this.timer = undefined;
-      }
-      if (this.writing !== undefined) {
-        await this.writing;
-        continue;
-      }
-      if (!this.pendingWork()) return;
-      await this.writeNext();
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
     }
+    if (this.writing !== undefined) await this.writing;
+    do await this.writeNext();
+    while (this.queue.length > 0);
   }
 
   /** Stops capturing; what was captured is written first. */
