@@ -138,7 +138,14 @@ export class SipTransport {
     const tap = this.options.tap;
     if (tap === undefined) return;
     try {
-      tap({ direction, transport, source, destination, time: time ?? this.now(), data });
+      tap({
+        direction,
+        transport,
+        source: { address: source.address, port: source.port },
+        destination: { address: destination.address, port: destination.port },
+        time: time ?? this.now(),
+        data,
+      });
     } catch {
       // A capture never breaks signalling.
     }
