@@ -9,7 +9,9 @@
 import { randomBytes } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { SipInfoService } from "../../gen/enfonica/voice/v1beta1/sip_info_pb.js";
 import { ProjectsRepository } from "../../src/admin/projects-repository.js";
+import { systemClock } from "../../src/clock.js";
 import type { Db } from "../../src/db/client.js";
 import { calls, sipCaptureMessages, sipCaptures } from "../../src/db/schema/index.js";
 import { createLogger } from "../../src/log.js";
@@ -18,7 +20,7 @@ import { simulatedSipDialogue } from "../../src/telephony/simulator/sip-dialogue
 import { type CaptureStore, SipCapture } from "../../src/telephony/sip-edge/capture.js";
 import { SipInfoDomain } from "../../src/voice/sip-info/domain.js";
 import { SipCaptureRepository } from "../../src/voice/sip-info/repository.js";
-import { newProject } from "../support/app.js";
+import { createTestClient, newProject } from "../support/app.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 
 const UA = { address: "198.51.100.7", port: 5062 };
@@ -151,6 +153,9 @@ describe.each(testDatabases())("the SIP capture's rules on $name", (backend) => 
       "SIP/2.0 180 Ringing",
     ]);
     expect(info.omittedMessageCount).toBe(3);
+    // The same through the API.
+    const proto = await createTestClient(SipInfoService, database.db, systemClock).getSipInfo({ name });
+    expect([proto.messages.length, proto.omittedMessageCount]).toEqual([3, 3]);
   });
 
   it("stops at SIP_CAPTURE_MAX_BYTES for good (a smaller message after is not stored), held messages included", async () => {
