@@ -17,7 +17,12 @@ import { calls, sipCaptureMessages, sipCaptures } from "../../src/db/schema/inde
 import { createLogger } from "../../src/log.js";
 import type { WireMessage } from "../../src/sip/transport.js";
 import { simulatedSipDialogue } from "../../src/telephony/simulator/sip-dialogue.js";
-import { type CaptureStore, SipCapture } from "../../src/telephony/sip-edge/capture.js";
+import {
+  type CaptureStore,
+  MAX_DIALOGUES,
+  MAX_HELD_MESSAGES,
+  SipCapture,
+} from "../../src/telephony/sip-edge/capture.js";
 import { SipInfoDomain } from "../../src/voice/sip-info/domain.js";
 import { SipCaptureRepository } from "../../src/voice/sip-info/repository.js";
 import { createTestClient, newProject } from "../support/app.js";
@@ -177,6 +182,41 @@ describe.each(testDatabases())("the SIP capture's rules on $name", (backend) => 
     expect(info.omittedMessageCount).toBe(3);
     const [row] = await database.db.select().from(sipCaptures).where(eq(sipCaptures.callId, callId));
     expect(row!.omittedBytes).toBeGreaterThan(3000);
+  });
+
+  it("holds few messages for a dialogue no call has claimed yet, and counts the rest once one does", async () => {
+    const c = capture();
+    const { callId, name } = await newCall();
+    const id = `held-${randomBytes(4).toString("hex")}`;
+    c.tap(wire("INVITE sip:1001@d.example SIP/2.0", id, "1 INVITE"));
+    for (let i = 0; i < MAX_HELD_MESSAGES + 7; i++) c.tap(wire("SIP/2.0 100 Trying", id, "1 INVITE"));
+    c.attach(callId, id);
+    await c.close();
+    const info = await domain().get(name);
+    expect([info.packets.length, info.omittedMessageCount]).toEqual([MAX_HELD_MESSAGES, 8]);
+  });
+
+  it("at MAX_DIALOGUES, forgets the oldest dialogue no call claimed, not a call's", async () => {
+    const c = capture();
+    const { callId, name } = await newCall();
+    const id = `kept-${randomBytes(4).toString("hex")}`;
+    c.tap(wire("INVITE sip:1001@d.example SIP/2.0", id, "1 INVITE"));
+    c.attach(callId, id);
+    const flood = `flood-${randomBytes(4).toString("hex")}`;
+    for (let i = 0; i <= MAX_DIALOGUES; i++)
+      c.tap(wire("INVITE sip:1001@d.example SIP/2.0", `${flood}-${i}`, "1 INVITE"));
+    c.tap(wire("BYE sip:1001@d.example SIP/2.0", id, "2 BYE"));
+    // The first of the flood was forgotten: claiming it now finds nothing held.
+    const other = await newCall();
+    c.attach(other.callId, `${flood}-0`);
+    c.attach(other.callId, `${flood}-${MAX_DIALOGUES}`);
+    await c.close();
+    expect((await domain().get(name)).packets.map((p) => p.method)).toEqual(["INVITE", "BYE"]);
+    const stored = await database.db
+      .select({ sipCallId: sipCaptureMessages.sipCallId })
+      .from(sipCaptureMessages)
+      .where(eq(sipCaptureMessages.callId, other.callId));
+    expect(stored.map((r) => r.sipCallId)).toEqual([`${flood}-${MAX_DIALOGUES}`]);
   });
 
   it("forgets a dialogue no call claims within a minute", async () => {

@@ -12,7 +12,9 @@
  *   anything else outside an INVITE's Call-ID are ignored.
  * - Which calls: the SIP carrier `attach`es a call to the Call-ID that set it
  *   up (before its INVITE is sent, or once the INVITE it received became a
- *   call). Until then the dialogue's messages are held in memory, bounded;
+ *   call). Until then the dialogue's messages are held in memory, bounded
+ *   (MAX_HELD_MESSAGES and MAX_HELD_DIALOGUE_BYTES per dialogue, within the
+ *   call's bounds; MAX_HELD_BYTES in all: a flood of INVITEs costs little);
  *   a dialogue no call claims within PENDING_SECONDS is forgotten, unstored
  *   (a refused INVITE, a scanner, a challenge never answered).
  * - Bounds per call: the first SIP_CAPTURE_MAX_MESSAGES messages and
@@ -28,8 +30,8 @@
  *   logged and counted (`switchboard_sip_capture_messages_total{outcome=
  *   "lost"}`), never thrown; a call that no longer exists (deleted with its
  *   project) is dropped from the capture without costing the others theirs.
- * - Memory: at most MAX_DIALOGUES dialogues are followed (the oldest go
- *   first); a dialogue is forgotten ENDED_SECONDS after its BYE or a final
+ * - Memory: at most MAX_DIALOGUES dialogues are followed (the oldest no
+ *   call claimed go first); a dialogue is forgotten ENDED_SECONDS after its BYE or a final
  *   failure response to its INVITE (unless an INVITE follows, as after a
  *   digest challenge), or after IDLE_SECONDS without a message.
  * - Addresses as the sockets reported them, except that IPv4-mapped IPv6
@@ -53,6 +55,10 @@ export const PENDING_SECONDS = 60;
 export const ENDED_SECONDS = 32;
 export const IDLE_SECONDS = 6 * 3600;
 export const MAX_DIALOGUES = 10_000;
+/** Held per dialogue no call claimed yet (a call's setup is a handful of messages), and in all. */
+export const MAX_HELD_MESSAGES = 32;
+export const MAX_HELD_DIALOGUE_BYTES = 64 * 1024;
+export const MAX_HELD_BYTES = 16 * 1024 * 1024;
 /** Messages per database write; more wait for the next flush. */
 const BATCH = 1000;
 /** The longest wait between writes while they fail. */
@@ -152,6 +158,8 @@ export class SipCapture {
   private writing: Promise<void> | undefined;
   private sweptMs = 0;
   private failStreak = 0;
+  /** Bytes held for dialogues no call claimed yet. */
+  private heldBytes = 0;
   private closed = false;
   private readonly nowMs: () => number;
 
@@ -194,7 +202,15 @@ export class SipCapture {
 
   private follow(sipCallId: string, now: number): Dialogue {
     if (this.dialogues.size >= MAX_DIALOGUES) {
-      const oldest = this.dialogues.keys().next().value;
+      // The oldest no call claimed goes first; calls' dialogues only when there is none.
+      let victim: string | undefined;
+      for (const [id, d] of this.dialogues) {
+        if (d.call === undefined) {
+          victim = id;
+          break;
+        }
+      }
+      const oldest = victim ?? this.dialogues.keys().next().value;
       if (oldest !== undefined) this.forget(oldest);
     }
     const dialogue: Dialogue = {
@@ -215,8 +231,9 @@ export class SipCapture {
     const size = message.data.length;
     const full =
       dialogue.heldOmitted.messages > 0 ||
-      dialogue.held.length >= this.options.maxMessages ||
-      dialogue.heldBytes + size > this.options.maxBytes ||
+      dialogue.held.length >= Math.min(this.options.maxMessages, MAX_HELD_MESSAGES) ||
+      dialogue.heldBytes + size > Math.min(this.options.maxBytes, MAX_HELD_DIALOGUE_BYTES) ||
+      this.heldBytes + size > MAX_HELD_BYTES ||
       size > MAX_PCAP_PAYLOAD;
     if (full) {
       dialogue.heldOmitted.messages++;
@@ -225,6 +242,7 @@ export class SipCapture {
     }
     dialogue.held.push(message);
     dialogue.heldBytes += size;
+    this.heldBytes += size;
   }
 
   private record(call: CallCapture, sipCallId: string, message: WireMessage): void {
@@ -302,6 +320,7 @@ export class SipCapture {
     call.dialogues++;
     for (const message of dialogue.held) this.record(call, sipCallId, message);
     this.omit(call, dialogue.heldOmitted.messages, dialogue.heldOmitted.bytes);
+    this.heldBytes -= dialogue.heldBytes;
     dialogue.held = [];
     dialogue.heldBytes = 0;
     dialogue.heldOmitted = { messages: 0, bytes: 0 };
@@ -311,6 +330,7 @@ export class SipCapture {
     const dialogue = this.dialogues.get(sipCallId);
     if (dialogue === undefined) return;
     this.dialogues.delete(sipCallId);
+    this.heldBytes -= dialogue.heldBytes;
     if (dialogue.call !== undefined) {
       dialogue.call.dialogues--;
       this.release(dialogue.call);
