@@ -235,6 +235,39 @@ describe.each(testDatabases())("the SIP capture's rules on $name", (backend) => 
     expect(info.packets.map((p) => p.startLine)).toEqual(["BYE sip:1001@d.example SIP/2.0"]);
   });
 
+  it("follows a call through a refused re-INVITE and a long silence, and forgets it 32 s after its BYE", async () => {
+    const c = capture();
+    const { callId, name } = await newCall();
+    const id = `long-${randomBytes(4).toString("hex")}`;
+    const sweep = () => c.tap(wire("OPTIONS sip:192.0.2.1 SIP/2.0", `ping-${id}`, "1 OPTIONS"));
+    c.tap(wire("INVITE sip:1001@d.example SIP/2.0", id, "1 INVITE"));
+    c.attach(callId, id);
+    c.tap(wire("SIP/2.0 200 OK", id, "1 INVITE"));
+    c.tap(wire("ACK sip:1001@d.example SIP/2.0", id, "1 ACK"));
+    c.tap(wire("INVITE sip:1001@d.example SIP/2.0", id, "2 INVITE"));
+    c.tap(wire("SIP/2.0 488 Not Acceptable Here", id, "2 INVITE"));
+    c.tap(wire("ACK sip:1001@d.example SIP/2.0", id, "2 ACK"));
+    clockMs += 20 * 60_000; // twenty minutes of talk
+    sweep();
+    c.tap(wire("BYE sip:1001@d.example SIP/2.0", id, "3 BYE"));
+    c.tap(wire("SIP/2.0 200 OK", id, "3 BYE"));
+    clockMs += 33_000;
+    sweep();
+    c.tap(wire("BYE sip:1001@d.example SIP/2.0", id, "3 BYE")); // too late: forgotten
+    await c.close();
+    const info = await domain().get(name);
+    expect(info.packets.map((p) => `${p.method} ${p.startLine.slice(0, 11)}`)).toEqual([
+      "INVITE INVITE sip:",
+      "INVITE SIP/2.0 200",
+      "ACK ACK sip:100",
+      "INVITE INVITE sip:",
+      "INVITE SIP/2.0 488",
+      "ACK ACK sip:100",
+      "BYE BYE sip:100",
+      "BYE SIP/2.0 200",
+    ]);
+  });
+
   it("claims a Call-ID before its INVITE is sent (outgoing calls)", async () => {
     const c = capture();
     const { callId, name } = await newCall();

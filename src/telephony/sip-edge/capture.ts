@@ -31,9 +31,10 @@
  *   "lost"}`), never thrown; a call that no longer exists (deleted with its
  *   project) is dropped from the capture without costing the others theirs.
  * - Memory: at most MAX_DIALOGUES dialogues are followed (the oldest no
- *   call claimed go first); a dialogue is forgotten ENDED_SECONDS after its BYE or a final
- *   failure response to its INVITE (unless an INVITE follows, as after a
- *   digest challenge), or after IDLE_SECONDS without a message.
+ *   call claimed go first); a dialogue is forgotten ENDED_SECONDS after its
+ *   BYE or a failure response to its first INVITE (unless an INVITE
+ *   follows, as after a digest challenge), or after IDLE_SECONDS without a
+ *   message.
  * - Addresses as the sockets reported them, except that IPv4-mapped IPv6
  *   addresses (`::ffff:a.b.c.d`, seen on a dual-stack listener) are written
  *   as IPv4, and a listener bound to every address (0.0.0.0, ::) — which
@@ -120,6 +121,8 @@ interface Dialogue {
   heldOmitted: { messages: number; bytes: number };
   lastMs: number;
   endedMs: number | undefined;
+  /** A 2xx answered its INVITE. */
+  established: boolean;
 }
 
 interface Queued {
@@ -189,12 +192,13 @@ export class SipCapture {
       dialogue = this.follow(sipCallId, now);
     }
     dialogue.lastMs = now;
-    if (head.startsWith("INVITE ")) dialogue.endedMs = undefined;
-    else if (
-      head.startsWith("BYE ") ||
-      (FAILURE_STATUS.test(head) && CSEQ_METHOD.exec(head)?.[1]?.toUpperCase() === "INVITE")
-    ) {
-      dialogue.endedMs ??= now;
+    if (head.startsWith("INVITE ")) {
+      if (!dialogue.established) dialogue.endedMs = undefined;
+    } else if (head.startsWith("BYE ")) dialogue.endedMs ??= now;
+    else if (head.startsWith("SIP/2.0 ") && CSEQ_METHOD.exec(head)?.[1]?.toUpperCase() === "INVITE") {
+      // A 2xx establishes the dialogue; a failure before that ends it (a refused re-INVITE does not).
+      if (head.startsWith("SIP/2.0 2")) dialogue.established = true;
+      else if (FAILURE_STATUS.test(head) && !dialogue.established) dialogue.endedMs ??= now;
     }
     if (dialogue.call !== undefined) this.record(dialogue.call, sipCallId, message);
     else this.hold(dialogue, message);
@@ -221,6 +225,7 @@ export class SipCapture {
       heldOmitted: { messages: 0, bytes: 0 },
       lastMs: now,
       endedMs: undefined,
+      established: false,
     };
     this.dialogues.set(sipCallId, dialogue);
     return dialogue;
