@@ -66,6 +66,15 @@ describe("the SIP pcap", () => {
     expect(packets.every((p) => p.udpChecksumOk && p.ipHeaderChecksumOk)).toBe(true);
   });
 
+  it("writes a host name, which has no address, as 0.0.0.0", async () => {
+    const { packets } = await readPcap(sipPcap([packet("198.51.100.1", "sip.example.com")]));
+    expect([packets[0]!.ipVersion, packets[0]!.destinationIp, packets[0]!.udpChecksumOk]).toEqual([
+      4,
+      "0.0.0.0",
+      true,
+    ]);
+  });
+
   it("reads IPv6 addresses in every form", () => {
     const cases: Array<[string, string]> = [
       ["::", "::"],

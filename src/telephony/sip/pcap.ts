@@ -10,9 +10,11 @@
  * IPv4-mapped `::ffff:a.b.c.d`) — and a UDP datagram (checksum over the
  * RFC 768 / RFC 8200 pseudo-header) whose payload is the message's bytes
  * (`bytes` when the packet has them, else `data` in UTF-8). IPv4-mapped
- * IPv6 addresses count as IPv4. Record timestamps are the packets' times.
+ * IPv6 addresses count as IPv4; an address that is not an IP address (a
+ * host name) is written as 0.0.0.0. Record timestamps are the packets' times.
  * A payload above MAX_PCAP_PAYLOAD bytes does not fit one record.
  */
+import { isIP } from "node:net";
 import type { SipPacket } from "./types.js";
 
 const LINKTYPE_ETHERNET = 1;
@@ -70,11 +72,13 @@ export function ipv6Bytes(ip: string): number[] {
 
 /** Whether an address is written as IPv6 in a packet (IPv4-mapped addresses are IPv4). */
 function isIpv6(ip: string): boolean {
-  return ip.includes(":") && !MAPPED.test(ip);
+  return isIP(ip.replace(/%.*$/, "")) === 6 && !MAPPED.test(ip);
 }
 
 function ipv4Of(ip: string): number[] {
-  return ipv4Bytes(MAPPED.exec(ip)?.[1] ?? ip);
+  const address = MAPPED.exec(ip)?.[1] ?? ip;
+  // A host name (a peer given by name, resolved by the socket) has no address to write.
+  return isIP(address) === 0 ? [0, 0, 0, 0] : ipv4Bytes(address);
 }
 
 /** The 16-bit one's complement of the one's complement sum of `bytes` (RFC 1071). */
