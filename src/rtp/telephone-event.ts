@@ -151,15 +151,8 @@ export class TelephoneEventDecoder {
       out.push(this.finish(this.current, false));
       this.current = undefined;
     }
-    const cur = (this.current ??= {
-      key,
-      ssrc,
-      timestamp,
-      event: ev.event,
-      volume: ev.volume,
-      duration: 0,
-      lastMs: nowMs,
-    });
+    this.current ??= { key, ssrc, timestamp, event: ev.event, volume: ev.volume, duration: 0, lastMs: nowMs };
+    const cur = this.current;
     cur.duration = Math.max(cur.duration, ev.duration);
     cur.volume = ev.volume;
     cur.lastMs = nowMs;
