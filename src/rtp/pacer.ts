@@ -133,7 +133,8 @@ export class Pacer {
   private readonly latenessHistogram = new MsHistogram();
 
   constructor(
-    private readonly timers: FrameTimers,
+    /** The clock and timers it runs on (streams read the time here too). */
+    readonly timers: FrameTimers,
     private readonly options: PacerOptions = {},
   ) {
     this.frameSeconds = options.frameSeconds ?? 0.02;

@@ -1,0 +1,562 @@
+/**
+ * An RTP session: one call leg's audio over UDP, G.711 (PCMU or PCMA,
+ * chosen at start) at 8 kHz in 20 ms frames, with RFC 4733 DTMF when the
+ * remote negotiated a telephone-event payload type and in-band tones when
+ * not. It joins the pieces of this folder:
+ *
+ * - Sockets: RTP on an even port picked from [portMin, portMax] (tried from
+ *   a random start, every even port once), RTCP on the next port.
+ * - Symmetric RTP: packets go to the address the SDP gave until the first
+ *   valid packet arrives (parsed, our codec's or telephone-event's payload
+ *   type) from that address — any port, for endpoints behind NAT — or from
+ *   anywhere with `latch: "any"`; from then on they go to where that packet
+ *   came from, and packets from elsewhere are dropped (`rejected`). RTCP
+ *   latches the same way on its own socket. `setRemote` (a re-INVITE)
+ *   starts over.
+ * - Sending: the shared Pacer asks for a frame every 20 ms: a DTMF event's
+ *   next packet if one is under way, else the next 160 samples of what
+ *   `play` queued (in-band DTMF tones first), else silence — RTP flows for
+ *   the whole session, so the remote's own timeout never fires. Sequence +1
+ *   and timestamp +160 per frame, SSRC fixed, marker on the first packet;
+ *   packets are written into a ring of reused buffers.
+ * - Receiving: packets into the jitter buffer (./jitter-buffer.ts), played
+ *   out on the same pacer: `audio` every 20 ms from the start (silence
+ *   until audio comes). telephone-event packets through the decoder, each
+ *   press once (`dtmf`, method "rfc4733"); in-band detection on the played
+ *   audio when enabled (default: when no telephone-event was negotiated;
+ *   method "inband"). `timeout` once when no RTP has come for
+ *   `timeoutSeconds` (the session keeps running; the owner decides).
+ * - RTCP: an SR with a report block and an SDES CNAME every
+ *   `rtcpIntervalSeconds` (default 5), a BYE at close; the remote's
+ *   reports feed `stats()` (./stats.ts plus the jitter buffer's counters).
+ *
+ * Nothing thrown by a malformed datagram leaves the socket handlers:
+ * anything unreadable is counted (`malformed`) and dropped.
+ */
+import { randomBytes } from "node:crypto";
+import dgram from "node:dgram";
+import net from "node:net";
+import { decodeG711, type G711Encoding, linearToAlaw, linearToMulaw } from "../telephony/g711.js";
+import { DtmfDetector } from "./dtmf-detector.js";
+import { dtmfTone } from "./dtmf-tone.js";
+import { JitterBuffer, type JitterCounters, type PlayedFrame } from "./jitter-buffer.js";
+import type { PacedStream, Pacer } from "./pacer.js";
+import { parseRtp, type RtpPacket, RtpParseError, writeRtp } from "./packet.js";
+import { buildRtcp, parseRtcp, type RtcpPacket, RtcpParseError, SDES_CNAME } from "./rtcp.js";
+import { RtpStats, type RtpStatsSnapshot } from "./stats.js";
+import {
+  type DtmfPress,
+  dtmfEvent,
+  type EventPacket,
+  encodeDtmfPress,
+  TelephoneEventDecoder,
+} from "./telephone-event.js";
+
+export type RtpCodec = "PCMU" | "PCMA";
+
+/** The static payload types of RFC 3551. */
+export const CODEC_PAYLOAD_TYPES: Record<RtpCodec, number> = { PCMU: 0, PCMA: 8 };
+
+const ENCODINGS: Record<RtpCodec, G711Encoding> = { PCMU: "mulaw", PCMA: "alaw" };
+const FRAME_SAMPLES = 160;
+const FRAME_MS = 20;
+/** Reused send buffers: a datagram's bytes must stay put until the socket has sent them. */
+const SEND_RING = 16;
+
+export interface RtpAddress {
+  address: string;
+  port: number;
+}
+
+export interface RtpSessionEvents {
+  /** Every 20 ms: the played-out frame (160 samples) and what it is. */
+  audio?(samples: Int16Array, frame: { kind: PlayedFrame["kind"]; sequence?: number | undefined }): void;
+  /** A key pressed by the remote, reported once. */
+  dtmf?(digit: string, info: { method: "rfc4733" | "inband"; durationMs?: number | undefined }): void;
+  /** No RTP for timeoutSeconds (once). */
+  timeout?(): void;
+  /** What `play` queued has all been sent. */
+  drained?(): void;
+}
+
+export interface RtpSessionOptions {
+  /** Local address to bind (default 0.0.0.0; "::" for IPv6). */
+  address?: string;
+  /** The RTP port range (inclusive); RTP takes an even port, RTCP the next. */
+  portMin: number;
+  portMax: number;
+  codec: RtpCodec;
+  /** The negotiated telephone-event payload type; undefined when the remote offered none. */
+  telephoneEventPayloadType?: number | undefined;
+  /** Where the SDP says to send (RTCP: `rtcpPort`, default port + 1). */
+  remote: RtpAddress & { rtcpPort?: number | undefined };
+  /** Latch to the first valid packet from the remote's address (default) or from any address. */
+  latch?: "address" | "any";
+  /** Seconds without RTP before `timeout` (default 30; 0: never). */
+  timeoutSeconds?: number;
+  /** Jitter buffer depth (default 60 ms). */
+  jitterMs?: number;
+  /** Seconds between RTCP reports (default 5). */
+  rtcpIntervalSeconds?: number;
+  /** Detect in-band DTMF on received audio (default: when no telephone-event payload type). */
+  inbandDtmf?: boolean;
+  /** Our SSRC (default random). */
+  ssrc?: number;
+  /** SDES CNAME (default "switchboard@<local address>"). */
+  cname?: string;
+  /** The process's pacing clock. */
+  pacer: Pacer;
+  events?: RtpSessionEvents;
+}
+
+/** Counters beyond RTCP's statistics. */
+export interface RtpSessionCounters {
+  /** Datagrams that are not RTP (or RTCP, on its port). */
+  malformed: number;
+  /** Packets from an address other than the latched one. */
+  rejected: number;
+  /** Packets of a payload type not negotiated (comfort noise, ...). */
+  unknownPayload: number;
+  /** Errors thrown while handling a datagram (a bug; counted, never thrown). */
+  errors: number;
+}
+
+export interface RtpSessionStats extends RtpStatsSnapshot {
+  codec: RtpCodec;
+  localPort: number;
+  /** Where packets go now, "address:port". */
+  sendingTo: string;
+  latched: boolean;
+  jitterBuffer: JitterCounters;
+  counters: RtpSessionCounters;
+}
+
+/** No port of the range could be bound. */
+export class RtpBindError extends Error {
+  override readonly name = "RtpBindError";
+}
+
+export class RtpSession {
+  readonly ssrc: number;
+  readonly codec: RtpCodec;
+  readonly payloadType: number;
+  private readonly encode: (sample: number) => number;
+  private readonly encoding: G711Encoding;
+  private readonly te: number | undefined;
+  private readonly latchAny: boolean;
+  private remote: RtpAddress & { rtcpPort?: number | undefined };
+  private sendTo: RtpAddress;
+  private rtcpTo: RtpAddress | undefined;
+  private latched = false;
+  private rtcpLatched = false;
+  private readonly stats_: RtpStats;
+  private readonly jitter: JitterBuffer;
+  private readonly decoder = new TelephoneEventDecoder();
+  private readonly detector: DtmfDetector | undefined;
+  private readonly events: RtpSessionEvents;
+  private readonly counters: RtpSessionCounters = { malformed: 0, rejected: 0, unknownPayload: 0, errors: 0 };
+  private readonly removeSender: () => void;
+  private readonly removePlayout: () => void;
+  // Sending state.
+  private sequence: number;
+  private timestamp: number;
+  private first = true;
+  private readonly ring = Array.from({ length: SEND_RING }, () => new Uint8Array(12 + FRAME_SAMPLES));
+  private ringAt = 0;
+  private readonly payload = new Uint8Array(FRAME_SAMPLES);
+  private readonly header: RtpPacket;
+  private queue: Int16Array[] = [];
+  private queueOffset = 0;
+  private queuedSamples = 0;
+  private inband: Int16Array[] = [];
+  private inbandOffset = 0;
+  /** Presses to send as telephone-events, each its packets. */
+  private presses: EventPacket[][] = [];
+  /** The press being sent. */
+  private event: { packets: EventPacket[]; at: number; timestamp: number } | undefined;
+  // Receiving state.
+  private lastRtpMs: number;
+  private timedOut = false;
+  private readonly timeoutMs: number;
+  private readonly rtcpEveryTicks: number;
+  private ticks = 0;
+  private closed = false;
+  private readonly cname: string;
+
+  private constructor(
+    private readonly options: RtpSessionOptions,
+    private readonly rtp: dgram.Socket,
+    private readonly rtcp: dgram.Socket,
+    readonly localPort: number,
+  ) {
+    const pacer = options.pacer;
+    this.codec = options.codec;
+    this.payloadType = CODEC_PAYLOAD_TYPES[options.codec];
+    this.encoding = ENCODINGS[options.codec];
+    this.encode = options.codec === "PCMU" ? linearToMulaw : linearToAlaw;
+    this.te = options.telephoneEventPayloadType;
+    this.latchAny = options.latch === "any";
+    this.remote = { ...options.remote };
+    this.sendTo = { address: this.remote.address, port: this.remote.port };
+    const random = randomBytes(10);
+    this.ssrc = options.ssrc ?? random.readUInt32BE(0);
+    this.sequence = random.readUInt16BE(4);
+    this.timestamp = random.readUInt32BE(6);
+    this.stats_ = new RtpStats(this.ssrc);
+    this.jitter = new JitterBuffer({ depthMs: options.jitterMs ?? 60 });
+    this.detector = (options.inbandDtmf ?? this.te === undefined) ? new DtmfDetector() : undefined;
+    this.events = options.events ?? {};
+    this.timeoutMs = (options.timeoutSeconds ?? 30) * 1000;
+    this.rtcpEveryTicks = Math.max(1, Math.round(((options.rtcpIntervalSeconds ?? 5) * 1000) / FRAME_MS));
+    this.cname = options.cname ?? `switchboard@${options.address ?? "0.0.0.0"}`;
+    this.header = {
+      padding: 0,
+      marker: false,
+      payloadType: this.payloadType,
+      sequence: 0,
+      timestamp: 0,
+      ssrc: this.ssrc,
+      csrc: [],
+      payload: this.payload,
+    };
+    this.lastRtpMs = this.now();
+    rtp.on("message", (msg, rinfo) => this.onRtp(msg, rinfo));
+    rtcp.on("message", (msg, rinfo) => this.onRtcp(msg, rinfo));
+    // Send errors (ICMP unreachable, ...) arrive here; a session must not crash the process for them.
+    rtp.on("error", () => this.counters.errors++);
+    rtcp.on("error", () => this.counters.errors++);
+    const sender: PacedStream = {
+      nextFrame: () => this.nextFrame(),
+      send: (packet) => this.rtp.send(packet, this.sendTo.port, this.sendTo.address),
+    };
+    const playout: PacedStream = {
+      nextFrame: () => {
+        this.playoutTick();
+        return undefined;
+      },
+      send: () => {},
+    };
+    this.removeSender = pacer.add(sender);
+    this.removePlayout = pacer.add(playout);
+  }
+
+  /** Binds a port pair from the range and starts sending and playing out. RtpBindError when none is free. */
+  static async open(options: RtpSessionOptions): Promise<RtpSession> {
+    const { portMin, portMax } = options;
+    if (
+      !Number.isInteger(portMin) ||
+      !Number.isInteger(portMax) ||
+      portMin < 1 ||
+      portMax > 65535 ||
+      portMin >= portMax
+    ) {
+      throw new RangeError(
+        `the RTP port range must be two ports, min < max, within 1..65535; got ${portMin}-${portMax}`,
+      );
+    }
+    if (net.isIP(options.remote.address) === 0) {
+      throw new RangeError(
+        `the remote address must be an IP address, got ${JSON.stringify(options.remote.address)}`,
+      );
+    }
+    const address = options.address ?? "0.0.0.0";
+    const type = net.isIPv6(address) ? "udp6" : "udp4";
+    const first = portMin % 2 === 0 ? portMin : portMin + 1;
+    const pairs = Math.floor((portMax - first - 1) / 2) + 1;
+    if (pairs < 1)
+      throw new RangeError(`the RTP port range ${portMin}-${portMax} holds no even port with the next one`);
+    const start = Math.floor(Math.random() * pairs);
+    for (let i = 0; i < pairs; i++) {
+      const port = first + 2 * ((start + i) % pairs);
+      const rtp = await bind(type, address, port);
+      if (rtp === undefined) continue;
+      const rtcp = await bind(type, address, port + 1);
+      if (rtcp === undefined) {
+        rtp.close();
+        continue;
+      }
+      return new RtpSession(options, rtp, rtcp, port);
+    }
+    throw new RtpBindError(`no free RTP port pair in ${portMin}-${portMax} on ${address}`);
+  }
+
+  /** Queues 8 kHz PCM to send after what is queued. */
+  play(pcm: Int16Array): void {
+    if (this.closed || pcm.length === 0) return;
+    this.queue.push(pcm);
+    this.queuedSamples += pcm.length;
+  }
+
+  /** Drops what `play` queued and not yet sent. */
+  clear(): void {
+    this.queue = [];
+    this.queueOffset = 0;
+    this.queuedSamples = 0;
+  }
+
+  /** Milliseconds of queued audio not yet sent. */
+  get queued(): number {
+    return this.queuedSamples / 8;
+  }
+
+  /**
+   * Sends a key press: as RFC 4733 events when a telephone-event payload
+   * type was negotiated, else as an in-band tone (then 50 ms of silence)
+   * sent ahead of queued audio. RangeError for a key that is not DTMF.
+   */
+  sendDtmf(digit: string, durationMs = 100): void {
+    if (dtmfEvent(digit) === undefined) throw new RangeError(`not a DTMF key: ${JSON.stringify(digit)}`);
+    if (this.closed) return;
+    if (this.te !== undefined) {
+      this.presses.push(encodeDtmfPress(digit, { durationMs }));
+    } else {
+      this.inband.push(dtmfTone(digit, { durationMs, pauseMs: 50 }));
+    }
+  }
+
+  /** Where packets go from now on (a re-INVITE); latching starts over. */
+  setRemote(remote: RtpAddress & { rtcpPort?: number | undefined }): void {
+    this.remote = { ...remote };
+    this.sendTo = { address: remote.address, port: remote.port };
+    this.rtcpTo = undefined;
+    this.latched = false;
+    this.rtcpLatched = false;
+  }
+
+  stats(): RtpSessionStats {
+    return {
+      ...this.stats_.snapshot(),
+      codec: this.codec,
+      localPort: this.localPort,
+      sendingTo: `${this.sendTo.address}:${this.sendTo.port}`,
+      latched: this.latched,
+      jitterBuffer: { ...this.jitter.counters },
+      counters: { ...this.counters },
+    };
+  }
+
+  /** Stops sending and playing out, sends an RTCP BYE, closes the sockets. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.removeSender();
+    this.removePlayout();
+    for (const press of this.decoder.flush()) this.reportPress(press);
+    const bye = buildRtcp([...this.reports(), { type: "bye", ssrcs: [this.ssrc] }]);
+    await new Promise<void>((resolve) => {
+      const to = this.rtcpTarget();
+      this.rtcp.send(bye, to.port, to.address, () => resolve());
+    });
+    await Promise.all([closeSocket(this.rtp), closeSocket(this.rtcp)]);
+  }
+
+  private now(): number {
+    return this.options.pacer.timers.nowMs();
+  }
+
+  // --- Sending ---
+
+  private nextFrame(): Uint8Array | undefined {
+    const frameTimestamp = this.timestamp;
+    this.timestamp = (this.timestamp + FRAME_SAMPLES) >>> 0;
+    this.header.sequence = this.sequence;
+    this.sequence = (this.sequence + 1) & 0xffff;
+    const marker = this.first;
+    this.first = false;
+    const press = this.event === undefined ? this.presses.shift() : undefined;
+    if (press !== undefined) {
+      // Every packet of a press carries the timestamp of its first (RFC 4733 §2.5.1.2).
+      this.event = { packets: press, at: 0, timestamp: frameTimestamp };
+    }
+    const ev = this.event;
+    if (ev !== undefined && this.te !== undefined) {
+      const p = ev.packets[ev.at++]!;
+      if (ev.at >= ev.packets.length) this.event = undefined;
+      return this.write(this.te, p.marker, ev.timestamp, p.payload);
+    }
+    this.fillAudio();
+    return this.write(this.payloadType, marker, frameTimestamp, this.payload);
+  }
+
+  private write(payloadType: number, marker: boolean, timestamp: number, payload: Uint8Array): Uint8Array {
+    const h = this.header;
+    h.payloadType = payloadType;
+    h.marker = marker;
+    h.timestamp = timestamp;
+    h.payload = payload;
+    const out = this.ring[this.ringAt]!;
+    this.ringAt = (this.ringAt + 1) % SEND_RING;
+    const n = writeRtp(h, out);
+    this.stats_.sent(payload.length);
+    return out.subarray(0, n);
+  }
+
+  /** The next 160 samples (in-band DTMF first, then the play queue, then silence), encoded into `payload`. */
+  private fillAudio(): void {
+    let filled = 0;
+    while (filled < FRAME_SAMPLES && this.inband.length > 0) {
+      const chunk = this.inband[0]!;
+      const n = Math.min(FRAME_SAMPLES - filled, chunk.length - this.inbandOffset);
+      for (let i = 0; i < n; i++) this.payload[filled + i] = this.encode(chunk[this.inbandOffset + i]!);
+      filled += n;
+      this.inbandOffset += n;
+      if (this.inbandOffset >= chunk.length) {
+        this.inband.shift();
+        this.inbandOffset = 0;
+      }
+    }
+    const hadQueue = this.queuedSamples > 0;
+    while (filled < FRAME_SAMPLES && this.queue.length > 0) {
+      const chunk = this.queue[0]!;
+      const n = Math.min(FRAME_SAMPLES - filled, chunk.length - this.queueOffset);
+      for (let i = 0; i < n; i++) this.payload[filled + i] = this.encode(chunk[this.queueOffset + i]!);
+      filled += n;
+      this.queueOffset += n;
+      this.queuedSamples -= n;
+      if (this.queueOffset >= chunk.length) {
+        this.queue.shift();
+        this.queueOffset = 0;
+      }
+    }
+    if (filled < FRAME_SAMPLES) this.payload.fill(this.encode(0), filled);
+    if (hadQueue && this.queuedSamples === 0) this.events.drained?.();
+  }
+
+  // --- Receiving ---
+
+  private onRtp(msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    try {
+      const packet = parseRtp(msg);
+      if (packet instanceof RtpParseError) {
+        this.counters.malformed++;
+        return;
+      }
+      const audio = packet.payloadType === this.payloadType;
+      const event = this.te !== undefined && packet.payloadType === this.te;
+      if (!audio && !event) {
+        this.counters.unknownPayload++;
+        return;
+      }
+      if (!this.latched) {
+        if (!this.latchAny && rinfo.address !== this.remote.address) {
+          this.counters.rejected++;
+          return;
+        }
+        this.latched = true;
+        this.sendTo = { address: rinfo.address, port: rinfo.port };
+      } else if (rinfo.address !== this.sendTo.address || rinfo.port !== this.sendTo.port) {
+        this.counters.rejected++;
+        return;
+      }
+      const now = this.now();
+      this.lastRtpMs = now;
+      this.timedOut = false;
+      this.stats_.receivedPacket(packet.ssrc, packet.sequence, packet.timestamp, packet.payload.length, now);
+      if (audio) {
+        this.jitter.push(packet.ssrc, packet.sequence, decodeG711(this.encoding, packet.payload));
+      } else {
+        for (const press of this.decoder.push(packet.ssrc, packet.timestamp, packet.payload, now)) {
+          this.reportPress(press);
+        }
+      }
+    } catch {
+      this.counters.errors++;
+    }
+  }
+
+  private reportPress(press: DtmfPress): void {
+    this.events.dtmf?.(press.digit, { method: "rfc4733", durationMs: press.durationMs });
+  }
+
+  private playoutTick(): void {
+    const now = this.now();
+    this.ticks++;
+    const frame = this.jitter.pop();
+    this.events.audio?.(frame.samples, { kind: frame.kind, sequence: frame.sequence });
+    if (this.detector !== undefined && frame.kind !== "silence") {
+      for (const d of this.detector.push(frame.samples)) this.events.dtmf?.(d.digit, { method: "inband" });
+    }
+    for (const press of this.decoder.expire(now)) this.reportPress(press);
+    if (this.timeoutMs > 0 && !this.timedOut && now - this.lastRtpMs >= this.timeoutMs) {
+      this.timedOut = true;
+      this.events.timeout?.();
+    }
+    if (this.ticks % this.rtcpEveryTicks === 0) this.sendReport();
+  }
+
+  // --- RTCP ---
+
+  private reports(): RtcpPacket[] {
+    const now = this.now();
+    const block = this.stats_.reportBlock(now);
+    const sr = this.stats_.senderReport(now, this.timestamp, block ? [block] : []);
+    return [
+      sr,
+      { type: "sdes", chunks: [{ ssrc: this.ssrc, items: [{ type: SDES_CNAME, text: this.cname }] }] },
+    ];
+  }
+
+  private rtcpTarget(): RtpAddress {
+    if (this.rtcpTo !== undefined) return this.rtcpTo;
+    if (this.latched) return { address: this.sendTo.address, port: this.sendTo.port + 1 };
+    return { address: this.remote.address, port: this.remote.rtcpPort ?? this.remote.port + 1 };
+  }
+
+  private sendReport(): void {
+    const to = this.rtcpTarget();
+    this.rtcp.send(buildRtcp(this.reports()), to.port, to.address);
+  }
+
+  private onRtcp(msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    try {
+      const packets = parseRtcp(msg);
+      if (packets instanceof RtcpParseError) {
+        this.counters.malformed++;
+        return;
+      }
+      if (!this.rtcpLatched) {
+        if (!this.latchAny && rinfo.address !== this.remote.address) {
+          this.counters.rejected++;
+          return;
+        }
+        this.rtcpLatched = true;
+        this.rtcpTo = { address: rinfo.address, port: rinfo.port };
+      } else if (rinfo.address !== this.rtcpTo?.address || rinfo.port !== this.rtcpTo.port) {
+        this.counters.rejected++;
+        return;
+      }
+      const now = this.now();
+      for (const p of packets) {
+        if (p.type === "sr") this.stats_.remoteSenderReport(p, now);
+        else if (p.type === "rr") this.stats_.remoteReceiverReport(p.reports, now);
+      }
+    } catch {
+      this.counters.errors++;
+    }
+  }
+}
+
+function bind(type: "udp4" | "udp6", address: string, port: number): Promise<dgram.Socket | undefined> {
+  return new Promise((resolve) => {
+    const socket = dgram.createSocket({ type, reuseAddr: false });
+    const onError = () => {
+      socket.close();
+      resolve(undefined);
+    };
+    socket.once("error", onError);
+    socket.bind(port, address, () => {
+      socket.off("error", onError);
+      resolve(socket);
+    });
+  });
+}
+
+function closeSocket(socket: dgram.Socket): Promise<void> {
+  return new Promise((resolve) => {
+    try {
+      socket.close(() => resolve());
+    } catch {
+      resolve();
+    }
+  });
+}
