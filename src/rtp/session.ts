@@ -36,9 +36,10 @@
 import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";
 import net from "node:net";
-import { decodeG711, type G711Encoding, linearToAlaw, linearToMulaw } from "../telephony/g711.js";
+import { decodeG711, type G711Encoding } from "../telephony/g711.js";
 import { DtmfDetector } from "./dtmf-detector.js";
 import { dtmfTone } from "./dtmf-tone.js";
+import { encodeInto, g711EncodeTable } from "./g711-tables.js";
 import { JitterBuffer, type JitterCounters, type PlayedFrame } from "./jitter-buffer.js";
 import type { PacedStream, Pacer } from "./pacer.js";
 import { parseRtp, type RtpPacket, RtpParseError, writeRtp } from "./packet.js";
@@ -140,7 +141,8 @@ export class RtpSession {
   readonly ssrc: number;
   readonly codec: RtpCodec;
   readonly payloadType: number;
-  private readonly encode: (sample: number) => number;
+  /** G.711 encoding by table (./g711-tables.ts). */
+  private readonly table: Uint8Array;
   private readonly encoding: G711Encoding;
   private readonly te: number | undefined;
   private readonly latchAny: boolean;
@@ -193,7 +195,7 @@ export class RtpSession {
     this.codec = options.codec;
     this.payloadType = CODEC_PAYLOAD_TYPES[options.codec];
     this.encoding = ENCODINGS[options.codec];
-    this.encode = options.codec === "PCMU" ? linearToMulaw : linearToAlaw;
+    this.table = g711EncodeTable(this.encoding);
     this.te = options.telephoneEventPayloadType;
     this.latchAny = options.latch === "any";
     this.remote = { ...options.remote };
@@ -397,7 +399,7 @@ export class RtpSession {
     while (filled < FRAME_SAMPLES && this.inband.length > 0) {
       const chunk = this.inband[0]!;
       const n = Math.min(FRAME_SAMPLES - filled, chunk.length - this.inbandOffset);
-      for (let i = 0; i < n; i++) this.payload[filled + i] = this.encode(chunk[this.inbandOffset + i]!);
+      encodeInto(this.table, chunk, this.inbandOffset, n, this.payload, filled);
       filled += n;
       this.inbandOffset += n;
       if (this.inbandOffset >= chunk.length) {
@@ -409,7 +411,7 @@ export class RtpSession {
     while (filled < FRAME_SAMPLES && this.queue.length > 0) {
       const chunk = this.queue[0]!;
       const n = Math.min(FRAME_SAMPLES - filled, chunk.length - this.queueOffset);
-      for (let i = 0; i < n; i++) this.payload[filled + i] = this.encode(chunk[this.queueOffset + i]!);
+      encodeInto(this.table, chunk, this.queueOffset, n, this.payload, filled);
       filled += n;
       this.queueOffset += n;
       this.queuedSamples -= n;
@@ -418,7 +420,7 @@ export class RtpSession {
         this.queueOffset = 0;
       }
     }
-    if (filled < FRAME_SAMPLES) this.payload.fill(this.encode(0), filled);
+    if (filled < FRAME_SAMPLES) this.payload.fill(this.table[32768]!, filled);
     if (hadQueue && this.queuedSamples === 0) this.events.drained?.();
   }
 
