@@ -20,6 +20,9 @@
  *   `late`; one already buffered or played is dropped and counted
  *   `duplicate`; one arriving before an earlier-sequenced frame is counted
  *   `reordered` (and played in its place).
+ * - Packets without audio: an RFC 4733 event takes sequence numbers of the
+ *   stream; `pushEmpty` marks them so their turns play silence rather than
+ *   count as lost.
  * - Re-sync: a new SSRC, or a sequence number more than `resyncFrames`
  *   (default 100) away from the expected one, flushes the buffer and starts
  *   over from that packet (counted `resyncs`).
@@ -63,12 +66,18 @@ export interface JitterCounters {
 
 /** What a tick plays. */
 export interface PlayedFrame {
-  /** "audio": a received frame; "concealed": a lost frame's stand-in; "silence": nothing to play yet. */
+  /**
+   * "audio": a received frame; "concealed": a lost frame's stand-in;
+   * "silence": nothing to play (buffering, run dry, or a packet without audio).
+   */
   kind: "audio" | "concealed" | "silence";
   samples: Int16Array;
   /** The frame's sequence number (audio and concealed). */
   sequence?: number;
 }
+
+/** What pushEmpty stores. */
+const NO_AUDIO = new Int16Array(0);
 
 /** How much of a sequence ring remembers what was received (for duplicate vs late). */
 const HISTORY = 256;
@@ -116,6 +125,15 @@ export class JitterBuffer {
   /** Frames buffered now. */
   get size(): number {
     return this.frames.size;
+  }
+
+  /**
+   * A packet of the stream that carries no audio (an RFC 4733 event shares
+   * the stream's sequence numbers): its turn plays silence, and it is not
+   * counted lost.
+   */
+  pushEmpty(ssrc: number, sequence: number): void {
+    this.push(ssrc, sequence, NO_AUDIO);
   }
 
   /** Adds a received frame: its packet's SSRC and sequence number, and its decoded samples. */
@@ -175,6 +193,11 @@ export class JitterBuffer {
     this.next++;
     const sequence = ext & 0xffff;
     const samples = this.frames.get(ext);
+    if (samples === NO_AUDIO) {
+      this.frames.delete(ext);
+      this.repeated = true;
+      return { kind: "silence", samples: this.silence, sequence };
+    }
     if (samples !== undefined) {
       this.frames.delete(ext);
       this.counters.played++;

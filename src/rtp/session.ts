@@ -163,6 +163,9 @@ export class RtpSession {
   private sequence: number;
   private timestamp: number;
   private first = true;
+  /** The timestamp of the last frame sent and when it was sent. */
+  private lastFrameTimestamp = 0;
+  private lastFrameMs: number | undefined;
   private readonly ring = Array.from({ length: SEND_RING }, () => new Uint8Array(12 + FRAME_SAMPLES));
   private ringAt = 0;
   private readonly payload = new Uint8Array(FRAME_SAMPLES);
@@ -244,6 +247,7 @@ export class RtpSession {
 
   /** Binds a port pair from the range and starts sending and playing out. RtpBindError when none is free. */
   static async open(options: RtpSessionOptions): Promise<RtpSession> {
+    checkOptions(options);
     const { portMin, portMax } = options;
     if (
       !Number.isInteger(portMin) ||
@@ -360,6 +364,8 @@ export class RtpSession {
 
   private nextFrame(): Uint8Array | undefined {
     const frameTimestamp = this.timestamp;
+    this.lastFrameTimestamp = frameTimestamp;
+    this.lastFrameMs = this.now();
     this.timestamp = (this.timestamp + FRAME_SAMPLES) >>> 0;
     this.header.sequence = this.sequence;
     this.sequence = (this.sequence + 1) & 0xffff;
@@ -457,6 +463,7 @@ export class RtpSession {
       if (audio) {
         this.jitter.push(packet.ssrc, packet.sequence, decodeG711(this.encoding, packet.payload));
       } else {
+        this.jitter.pushEmpty(packet.ssrc, packet.sequence);
         for (const press of this.decoder.push(packet.ssrc, packet.timestamp, packet.payload, now)) {
           this.reportPress(press);
         }
@@ -491,7 +498,12 @@ export class RtpSession {
   private reports(): RtcpPacket[] {
     const now = this.now();
     const block = this.stats_.reportBlock(now);
-    const sr = this.stats_.senderReport(now, this.timestamp, block ? [block] : []);
+    // The SR's RTP timestamp is the one for this instant on the sending clock (§6.4.1).
+    const rtpTimestamp =
+      this.lastFrameMs === undefined
+        ? this.timestamp
+        : (this.lastFrameTimestamp + Math.round((now - this.lastFrameMs) * 8)) >>> 0;
+    const sr = this.stats_.senderReport(now, rtpTimestamp, block ? [block] : []);
     return [
       sr,
       { type: "sdes", chunks: [{ ssrc: this.ssrc, items: [{ type: SDES_CNAME, text: this.cname }] }] },
@@ -536,6 +548,30 @@ export class RtpSession {
       this.counters.errors++;
     }
   }
+}
+
+/** RangeError for options that cannot work (they come from configuration and SDP, checked before here). */
+function checkOptions(o: RtpSessionOptions): void {
+  if (!(o.codec in CODEC_PAYLOAD_TYPES))
+    throw new RangeError(`codec must be PCMU or PCMA, got ${String(o.codec)}`);
+  const te = o.telephoneEventPayloadType;
+  if (te !== undefined && (!Number.isInteger(te) || te < 96 || te > 127)) {
+    throw new RangeError(`telephoneEventPayloadType must be a dynamic payload type (96..127), got ${te}`);
+  }
+  if (!Number.isInteger(o.remote.port) || o.remote.port < 1 || o.remote.port > 65535) {
+    throw new RangeError(`the remote port must be 1..65535, got ${o.remote.port}`);
+  }
+  const nonNegative: Array<[string, number | undefined]> = [
+    ["timeoutSeconds", o.timeoutSeconds],
+    ["jitterMs", o.jitterMs],
+    ["rtcpIntervalSeconds", o.rtcpIntervalSeconds],
+  ];
+  for (const [name, value] of nonNegative) {
+    if (value !== undefined && !(value >= 0 && Number.isFinite(value))) {
+      throw new RangeError(`${name} must be a number >= 0, got ${value}`);
+    }
+  }
+  if (o.rtcpIntervalSeconds === 0) throw new RangeError("rtcpIntervalSeconds must be above 0");
 }
 
 function bind(type: "udp4" | "udp6", address: string, port: number): Promise<dgram.Socket | undefined> {

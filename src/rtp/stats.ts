@@ -31,7 +31,11 @@ export interface RtpStatsSnapshot {
   remoteSsrc: number | undefined;
   sent: { packets: number; octets: number };
   received: { packets: number; octets: number };
-  /** Packets of the remote stream expected (from its sequence numbers) and not received. */
+  /**
+   * Packets of the remote stream expected (from its sequence numbers) and
+   * not received; 0 when duplicates make RFC 3550's figure negative (the
+   * report blocks sent carry the signed figure).
+   */
   cumulativeLost: number;
   /** Fraction of the remote stream lost over the last report interval (0..1). */
   fractionLost: number;

@@ -60,6 +60,17 @@ describe("JitterBuffer", () => {
     expect(jb.counters.lost).toBe(3);
   });
 
+  it("plays silence, not loss, for packets without audio (telephone-events)", () => {
+    const jb = new JitterBuffer();
+    jb.push(1, 0, frame(10));
+    for (const s of [1, 2, 3]) jb.pushEmpty(1, s);
+    jb.push(1, 4, frame(14));
+    const played = [jb.pop(), jb.pop(), jb.pop(), jb.pop(), jb.pop()];
+    expect(played.map(value)).toEqual([10, "-", "-", "-", 14]);
+    expect(played.map((f) => f.sequence)).toEqual([0, 1, 2, 3, 4]);
+    expect(jb.counters).toMatchObject({ lost: 0, played: 2, underruns: 0 });
+  });
+
   it("survives the sequence wrap, reordered across it", () => {
     const jb = new JitterBuffer();
     for (const s of [65533, 65534, 0, 65535, 1, 2]) jb.push(1, s, frame(s === 65535 ? -1 : s % 100));

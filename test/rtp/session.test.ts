@@ -373,8 +373,13 @@ describe("RtpSession", () => {
     expect(s.session.queued).toBe(1600 / 8 - (200 - 150)); // 150 ms of tone and pause went first
   });
 
-  it("reports an RFC 4733 press once, however many packets carry it", async () => {
+  it("reports an RFC 4733 press once, however many packets carry it, and plays its time as silence", async () => {
     const s = await setup();
+    const audio = (seq: number, ts: number) =>
+      s.peer.send(rtp({ pt: 0, seq, ts, ssrc: 3, payload: ulawFrame(0x90) }), s.session.localPort);
+    audio(8, 47680);
+    audio(9, 47840);
+    // One press at timestamp 48000: start (marker), an update sent twice, and four ends.
     const payloads = ["050a00a0", "050a0140", "050a0140", "058a01e0", "058a01e0", "058a01e0", "058a01e0"];
     payloads.forEach((hex, i) => {
       s.peer.send(
@@ -382,12 +387,35 @@ describe("RtpSession", () => {
         s.session.localPort,
       );
     });
-    await until(
-      "the press",
-      () => s.dtmf.length > 0 && s.session.stats().received.packets === payloads.length,
-    );
+    audio(17, 48960);
+    await until("the packets", () => s.session.stats().received.packets === payloads.length + 3);
     await s.scheduler.advance(1);
     expect(s.dtmf).toEqual([{ digit: "5", method: "rfc4733", durationMs: 60 }]);
+    const stats = s.session.stats();
+    expect(stats.jitterBuffer).toMatchObject({ lost: 0, played: 3 });
+    // Sequence numbers 8..17 expected, 11 packets received (one twice): RFC 3550 A.3's −1, shown as 0.
+    expect(stats.cumulativeLost).toBe(0);
+  });
+
+  it("refuses options that cannot work", async () => {
+    const pacer = new Pacer(realTimers());
+    cleanup.push(() => pacer.stop());
+    const base: RtpSessionOptions = {
+      address: "127.0.0.1",
+      portMin: PORT_MIN,
+      portMax: PORT_MAX,
+      codec: "PCMU",
+      remote: { address: "127.0.0.1", port: 9 },
+      pacer,
+    };
+    await expect(RtpSession.open({ ...base, codec: "G729" as "PCMU" })).rejects.toThrow(/codec/);
+    await expect(RtpSession.open({ ...base, telephoneEventPayloadType: 8 })).rejects.toThrow(/96..127/);
+    await expect(RtpSession.open({ ...base, remote: { address: "127.0.0.1", port: 0 } })).rejects.toThrow(
+      /remote port/,
+    );
+    await expect(RtpSession.open({ ...base, timeoutSeconds: -1 })).rejects.toThrow(/timeoutSeconds/);
+    await expect(RtpSession.open({ ...base, rtcpIntervalSeconds: 0 })).rejects.toThrow(/rtcpIntervalSeconds/);
+    await expect(RtpSession.open({ ...base, jitterMs: Number.NaN })).rejects.toThrow(/jitterMs/);
   });
 
   it("detects in-band keys in received audio when no telephone-event was negotiated", async () => {
