@@ -47,9 +47,11 @@ import { buildRtcp, parseRtcp, type RtcpPacket, RtcpParseError, SDES_CNAME } fro
 import { RtpStats, type RtpStatsSnapshot } from "./stats.js";
 import {
   type DtmfPress,
+  type DtmfRelay,
   dtmfEvent,
   type EventPacket,
   encodeDtmfPress,
+  parseDtmfRelay,
   TelephoneEventDecoder,
 } from "./telephone-event.js";
 
@@ -73,7 +75,10 @@ export interface RtpSessionEvents {
   /** Every 20 ms: the played-out frame (160 samples) and what it is. */
   audio?(samples: Int16Array, frame: { kind: PlayedFrame["kind"]; sequence?: number | undefined }): void;
   /** A key pressed by the remote, reported once. */
-  dtmf?(digit: string, info: { method: "rfc4733" | "inband"; durationMs?: number | undefined }): void;
+  dtmf?(
+    digit: string,
+    info: { method: "rfc4733" | "inband" | "sip-info"; durationMs?: number | undefined },
+  ): void;
   /** No RTP for timeoutSeconds (once). */
   timeout?(): void;
   /** What `play` queued has all been sent. */
@@ -318,6 +323,20 @@ export class RtpSession {
     } else {
       this.inband.push(dtmfTone(digit, { durationMs, pauseMs: 50 }));
     }
+  }
+
+  /**
+   * A SIP INFO `application/dtmf-relay` body of this call (the signalling
+   * side hands it over, so every way a key comes in ends in `dtmf`): the
+   * press is reported with method "sip-info"; what the body holds is
+   * returned, or what is wrong with it (then nothing is reported).
+   */
+  dtmfRelay(body: string): DtmfRelay | { error: string } {
+    const relay = parseDtmfRelay(body);
+    if (!("error" in relay) && !this.closed) {
+      this.events.dtmf?.(relay.digit, { method: "sip-info", durationMs: relay.durationMs });
+    }
+    return relay;
   }
 
   /** Where packets go from now on (a re-INVITE); latching starts over. */

@@ -397,6 +397,13 @@ describe("RtpSession", () => {
     expect(stats.cumulativeLost).toBe(0);
   });
 
+  it("reports a key from a SIP INFO dtmf-relay body, and says what is wrong with a bad one", async () => {
+    const s = await setup();
+    expect(s.session.dtmfRelay("Signal=#\r\nDuration=160\r\n")).toEqual({ digit: "#", durationMs: 160 });
+    expect(s.session.dtmfRelay("Signal=Q\r\n")).toEqual({ error: 'Signal "Q" is not a DTMF key' });
+    expect(s.dtmf).toEqual([{ digit: "#", method: "sip-info", durationMs: 160 }]);
+  });
+
   it("refuses options that cannot work", async () => {
     const pacer = new Pacer(realTimers());
     cleanup.push(() => pacer.stop());
