@@ -18,7 +18,8 @@
  *   `play` queued (in-band DTMF tones first), else silence — RTP flows for
  *   the whole session, so the remote's own timeout never fires. Sequence +1
  *   and timestamp +160 per frame, SSRC fixed, marker on the first packet;
- *   packets are written into a ring of reused buffers.
+ *   packets are written into a ring of reused buffers, each busy until the
+ *   socket has sent it (the ring grows when a late wake-up sends a burst).
  * - Receiving: packets into the jitter buffer (./jitter-buffer.ts), played
  *   out on the same pacer: `audio` every 20 ms from the start (silence
  *   until audio comes). telephone-event packets through the decoder, each
@@ -63,8 +64,31 @@ export const CODEC_PAYLOAD_TYPES: Record<RtpCodec, number> = { PCMU: 0, PCMA: 8 
 const ENCODINGS: Record<RtpCodec, G711Encoding> = { PCMU: "mulaw", PCMA: "alaw" };
 const FRAME_SAMPLES = 160;
 const FRAME_MS = 20;
-/** Reused send buffers: a datagram's bytes must stay put until the socket has sent them. */
-const SEND_RING = 16;
+/** Send buffers to start with (the ring grows when a late wake-up sends more frames at once). */
+const SEND_RING = 4;
+
+/**
+ * A reused send buffer. The socket sends after the current tick (dgram
+ * resolves the address first), so a buffer is busy from being written until
+ * its send's callback; a busy buffer is never written over.
+ */
+interface SendSlot {
+  buffer: Uint8Array;
+  busy: boolean;
+  /** The send's callback (made once per slot, not per packet). */
+  done: () => void;
+}
+
+function sendSlot(): SendSlot {
+  const slot: SendSlot = {
+    buffer: new Uint8Array(12 + FRAME_SAMPLES),
+    busy: false,
+    done: () => {
+      slot.busy = false;
+    },
+  };
+  return slot;
+}
 
 export interface RtpAddress {
   address: string;
@@ -171,8 +195,10 @@ export class RtpSession {
   /** The timestamp of the last frame sent and when it was sent. */
   private lastFrameTimestamp = 0;
   private lastFrameMs: number | undefined;
-  private readonly ring = Array.from({ length: SEND_RING }, () => new Uint8Array(12 + FRAME_SAMPLES));
+  private readonly ring = Array.from({ length: SEND_RING }, sendSlot);
   private ringAt = 0;
+  /** The slot nextFrame wrote, for send. */
+  private written: SendSlot | undefined;
   private readonly payload = new Uint8Array(FRAME_SAMPLES);
   private readonly header: RtpPacket;
   private queue: Int16Array[] = [];
@@ -237,7 +263,11 @@ export class RtpSession {
     rtcp.on("error", () => this.counters.errors++);
     const sender: PacedStream = {
       nextFrame: () => this.nextFrame(),
-      send: (packet) => this.rtp.send(packet, this.sendTo.port, this.sendTo.address),
+      send: (packet) => {
+        const slot = this.written;
+        this.written = undefined;
+        this.rtp.send(packet, this.sendTo.port, this.sendTo.address, slot?.done);
+      },
     };
     const playout: PacedStream = {
       nextFrame: () => {
@@ -411,11 +441,17 @@ export class RtpSession {
     h.marker = marker;
     h.timestamp = timestamp;
     h.payload = payload;
-    const out = this.ring[this.ringAt]!;
-    this.ringAt = (this.ringAt + 1) % SEND_RING;
-    const n = writeRtp(h, out);
+    let slot = this.ring[this.ringAt]!;
+    if (slot.busy) {
+      slot = sendSlot();
+      this.ring.splice(this.ringAt, 0, slot);
+    }
+    this.ringAt = (this.ringAt + 1) % this.ring.length;
+    slot.busy = true;
+    this.written = slot;
+    const n = writeRtp(h, slot.buffer);
     this.stats_.sent(payload.length);
-    return out.subarray(0, n);
+    return slot.buffer.subarray(0, n);
   }
 
   /** The next 160 samples (in-band DTMF first, then the play queue, then silence), encoded into `payload`. */

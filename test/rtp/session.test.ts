@@ -218,6 +218,26 @@ describe("RtpSession", () => {
     expect(stats.sent).toEqual({ packets: 5, octets: 800 });
   });
 
+  it("sends every frame of a very late wake-up intact (the socket sends after the tick)", async () => {
+    const s = await setup();
+    s.session.play(Int16Array.from({ length: 160 * 41 }, (_, i) => Math.floor(i / 160) * 100));
+    await s.scheduler.advance(0.02);
+    const [first] = (await s.peer.receive(1)).map(readRtp);
+    // Hold the clock back 800 ms, then let the timer fire: 40 frames are due in one wake-up.
+    s.scheduler.clock.set(new Date(s.scheduler.now().getTime() + 800));
+    await s.scheduler.advance(0);
+    const packets = (await s.peer.receive(40)).map(readRtp);
+    expect(packets.map((p) => (p.seq - first!.seq) & 0xffff)).toEqual(
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
+    expect(packets.map((p) => (p.ts - first!.ts) >>> 0)).toEqual(
+      Array.from({ length: 40 }, (_, i) => 160 * (i + 1)),
+    );
+    expect(packets.map((p) => p.payload[0])).toEqual(
+      Array.from({ length: 40 }, (_, i) => linearToMulaw((i + 1) * 100)),
+    );
+  });
+
   it("sends PCMA silence as 0xD5 and reports drained once the queue empties", async () => {
     const s = await setup({ codec: "PCMA" });
     s.session.play(new Int16Array(200).fill(1000));
