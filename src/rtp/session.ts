@@ -371,6 +371,9 @@ export class RtpSession {
 
   /** Where packets go from now on (a re-INVITE); latching starts over. */
   setRemote(remote: RtpAddress & { rtcpPort?: number | undefined }): void {
+    if (net.isIP(remote.address) === 0) {
+      throw new RangeError(`the remote address must be an IP address, got ${JSON.stringify(remote.address)}`);
+    }
     this.remote = { ...remote };
     this.sendTo = { address: remote.address, port: remote.port };
     this.rtcpTo = undefined;
@@ -535,17 +538,18 @@ export class RtpSession {
   private playoutTick(): void {
     const now = this.now();
     this.ticks++;
-    const frame = this.jitter.pop();
-    this.events.audio?.(frame.samples, { kind: frame.kind, sequence: frame.sequence });
-    if (this.detector !== undefined && frame.kind !== "silence") {
-      for (const d of this.detector.push(frame.samples)) this.events.dtmf?.(d.digit, { method: "inband" });
-    }
-    for (const press of this.decoder.expire(now)) this.reportPress(press);
-    if (this.timeoutMs > 0 && !this.timedOut && now - this.lastRtpMs >= this.timeoutMs) {
-      this.timedOut = true;
-      this.events.timeout?.();
-    }
+    // The session's own work first, so that a throwing event handler (counted by the pacer) cannot stop it.
     if (this.ticks % this.rtcpEveryTicks === 0) this.sendReport();
+    const timedOut = this.timeoutMs > 0 && !this.timedOut && now - this.lastRtpMs >= this.timeoutMs;
+    if (timedOut) this.timedOut = true;
+    const frame = this.jitter.pop();
+    const inband =
+      this.detector !== undefined && frame.kind !== "silence" ? this.detector.push(frame.samples) : [];
+    const expired = this.decoder.expire(now);
+    this.events.audio?.(frame.samples, { kind: frame.kind, sequence: frame.sequence });
+    for (const d of inband) this.events.dtmf?.(d.digit, { method: "inband" });
+    for (const press of expired) this.reportPress(press);
+    if (timedOut) this.events.timeout?.();
   }
 
   // --- RTCP ---

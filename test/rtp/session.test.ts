@@ -289,6 +289,22 @@ describe("RtpSession", () => {
     });
   });
 
+  it("follows a new remote (a re-INVITE) and latches again", async () => {
+    const s = await setup();
+    const moved = await Peer.open();
+    cleanup.push(() => moved.close());
+    s.peer.send(rtp({ pt: 0, seq: 1, ts: 0, ssrc: 5, payload: ulawFrame(0xff) }), s.session.localPort);
+    await until("the latch", () => s.session.stats().latched);
+    s.session.setRemote({ address: "127.0.0.1", port: moved.port });
+    expect(s.session.stats()).toMatchObject({ latched: false, sendingTo: `127.0.0.1:${moved.port}` });
+    await s.scheduler.advance(0.02);
+    expect(await moved.receive(1)).toHaveLength(1);
+    moved.send(rtp({ pt: 0, seq: 2, ts: 160, ssrc: 5, payload: ulawFrame(0xff) }), s.session.localPort);
+    await until("the new latch", () => s.session.stats().latched);
+    expect(s.peer.received).toHaveLength(0);
+    expect(() => s.session.setRemote({ address: "phone.example", port: 4000 })).toThrow(/IP address/);
+  });
+
   it("refuses packets from another address unless latching is open to any", async () => {
     const strict = await setup({ remote: { address: "127.0.0.2", port: 9 } });
     strict.peer.send(
