@@ -23,9 +23,11 @@
  * - Packets without audio: an RFC 4733 event takes sequence numbers of the
  *   stream; `pushEmpty` marks them so their turns play silence rather than
  *   count as lost.
- * - Re-sync: a new SSRC, or a sequence number more than `resyncFrames`
- *   (default 100) away from the expected one, flushes the buffer and starts
- *   over from that packet (counted `resyncs`).
+ * - Re-sync: a new SSRC flushes the buffer and starts over from that
+ *   packet (counted `resyncs`). So does a sequence number more than
+ *   `resyncFrames` (default 100) away from the expected one, once the next
+ *   packet follows it (as RFC 3550 A.1 confirms a restart): a lone stray
+ *   packet far off is dropped (`strays`) and the stream plays on.
  *
  * Pure: no timers, no I/O; the caller's tick drives `pop`.
  */
@@ -62,6 +64,8 @@ export interface JitterCounters {
   underruns: number;
   /** Times the buffer started over (new SSRC, sequence jump). */
   resyncs: number;
+  /** Packets far from the stream's sequence not (yet) confirmed as a jump: dropped. */
+  strays: number;
 }
 
 /** What a tick plays. */
@@ -92,6 +96,8 @@ export class JitterBuffer {
   /** Extended sequence numbers pushed, by ext % HISTORY. */
   private readonly seen = new Float64Array(HISTORY).fill(-1);
   private ssrc: number | undefined;
+  /** After a stray packet far off: the sequence number that would confirm a jump. */
+  private jumpTo: number | undefined;
   /** Extended sequence number of the next frame to play (undefined before the first packet). */
   private next: number | undefined;
   /** Highest extended sequence number pushed. */
@@ -110,6 +116,7 @@ export class JitterBuffer {
     overflow: 0,
     underruns: 0,
     resyncs: 0,
+    strays: 0,
   };
 
   constructor(options: JitterBufferOptions = {}) {
@@ -145,10 +152,16 @@ export class JitterBuffer {
     }
     let ext = this.extend(sequence);
     if (Math.abs(ext - this.next!) > this.resyncFrames) {
+      if (sequence !== this.jumpTo) {
+        this.jumpTo = (sequence + 1) & 0xffff;
+        this.counters.strays++;
+        return;
+      }
       this.counters.resyncs++;
       this.restart(ssrc, sequence);
       ext = this.next!;
     }
+    this.jumpTo = undefined;
     if (ext < this.next! && !this.playing && this.next! - ext < this.maxFrames) {
       // Before playout starts, an earlier frame than the first is simply earlier.
       this.next = ext;

@@ -98,13 +98,24 @@ describe("JitterBuffer", () => {
     expect(jb.counters.late).toBe(0);
   });
 
-  it("re-syncs on a sequence jump of more than 100 frames, same SSRC", () => {
+  it("re-syncs on a sequence jump of more than 100 frames once the next packet confirms it", () => {
     const jb = new JitterBuffer();
     for (const s of [0, 1, 2]) jb.push(1, s, frame(s));
     expect(popN(jb, 3)).toEqual([0, 1, 2]);
-    for (const s of [30000, 30001, 30002]) jb.push(1, s, frame(s % 100));
-    expect(popN(jb, 3)).toEqual([0, 1, 2]);
-    expect(jb.counters).toMatchObject({ resyncs: 1, lost: 0, late: 0 });
+    for (const s of [30000, 30001, 30002, 30003]) jb.push(1, s, frame(s % 100));
+    expect(popN(jb, 3)).toEqual([1, 2, 3]);
+    expect(jb.counters).toMatchObject({ resyncs: 1, strays: 1, lost: 0, late: 0 });
+  });
+
+  it("drops a lone stray packet far from the stream and plays on", () => {
+    const jb = new JitterBuffer();
+    for (const s of [0, 1, 2]) jb.push(1, s, frame(s));
+    jb.push(1, 40000, frame(99));
+    for (const s of [3, 4]) jb.push(1, s, frame(s));
+    jb.push(1, 20000, frame(99));
+    jb.push(1, 5, frame(5));
+    expect(popN(jb, 7)).toEqual([0, 1, 2, 3, 4, 5, "-"]);
+    expect(jb.counters).toMatchObject({ resyncs: 0, strays: 2, lost: 0 });
   });
 
   it("drops the oldest frames past maxMs (default 4 × depth)", () => {
