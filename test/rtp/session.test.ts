@@ -112,6 +112,7 @@ afterEach(async () => {
 
 interface Setup {
   scheduler: ManualScheduler;
+  pacer: Pacer;
   session: RtpSession;
   peer: Peer;
   rtcpPeer: Peer;
@@ -126,7 +127,16 @@ async function setup(options: Partial<RtpSessionOptions> = {}): Promise<Setup> {
   const pacer = new Pacer(timersOn(scheduler));
   const peer = await Peer.open();
   const rtcpPeer = await Peer.open();
-  const s = { scheduler, peer, rtcpPeer, audio: [], dtmf: [], timeouts: 0, drained: 0 } as unknown as Setup;
+  const s = {
+    scheduler,
+    pacer,
+    peer,
+    rtcpPeer,
+    audio: [],
+    dtmf: [],
+    timeouts: 0,
+    drained: 0,
+  } as unknown as Setup;
   s.session = await RtpSession.open({
     address: "127.0.0.1",
     portMin: PORT_MIN,
@@ -250,6 +260,43 @@ describe("RtpSession", () => {
     expect(packets[1]!.payload.subarray(40).every((b) => b === 0xd5)).toBe(true);
     expect(packets[2]!.payload.every((b) => b === 0xd5)).toBe(true);
     expect(s.drained).toBe(1);
+  });
+
+  it("decodes received PCMA, and ignores PCMU on a PCMA session", async () => {
+    const s = await setup({ codec: "PCMA", jitterMs: 20 });
+    s.peer.send(rtp({ pt: 0, seq: 1, ts: 0, ssrc: 6, payload: ulawFrame(0x00) }), s.session.localPort);
+    s.peer.send(
+      rtp({ pt: 8, seq: 2, ts: 160, ssrc: 6, payload: Buffer.alloc(160, 0x2a) }),
+      s.session.localPort,
+    );
+    await until("the packets", () => s.session.stats().received.packets === 1);
+    await s.scheduler.advance(0.02);
+    const heard = s.audio.filter((a) => a.kind === "audio");
+    expect(heard).toHaveLength(1);
+    expect(heard[0]!.samples.every((v) => v === alawToLinear(0x2a))).toBe(true);
+    expect(s.session.stats().counters.unknownPayload).toBe(1);
+  });
+
+  it("drives every session from the one pacer timer", async () => {
+    const s = await setup();
+    const others = await Promise.all(
+      [1, 2].map(() =>
+        RtpSession.open({
+          address: "127.0.0.1",
+          portMin: PORT_MIN,
+          portMax: PORT_MAX,
+          codec: "PCMU",
+          remote: { address: "127.0.0.1", port: s.peer.port },
+          pacer: s.pacer,
+        }),
+      ),
+    );
+    cleanup.push(...others.map((o) => () => o.close()));
+    expect(s.scheduler.pendingCount).toBe(1);
+    await s.scheduler.advance(0.1);
+    const ssrcs = (await s.peer.receive(15)).map((b) => readRtp(b).ssrc);
+    expect(new Set(ssrcs).size).toBe(3);
+    expect(s.pacer.stats()).toMatchObject({ streams: 6, ticks: 5, sent: 15 });
   });
 
   it("clears what was queued", async () => {
