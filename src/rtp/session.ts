@@ -112,7 +112,7 @@ export interface RtpSessionEvents {
 export interface RtpSessionOptions {
   /** Local address to bind (default 0.0.0.0; "::" for IPv6). */
   address?: string;
-  /** The RTP port range (inclusive); RTP takes an even port, RTCP the next. */
+  /** The RTP port range (inclusive); RTP takes an even port, RTCP the next. 0 and 0: any free pair (tests). */
   portMin: number;
   portMax: number;
   codec: RtpCodec;
@@ -283,42 +283,19 @@ export class RtpSession {
   /** Binds a port pair from the range and starts sending and playing out. RtpBindError when none is free. */
   static async open(options: RtpSessionOptions): Promise<RtpSession> {
     checkOptions(options);
-    const { portMin, portMax } = options;
-    if (
-      !Number.isInteger(portMin) ||
-      !Number.isInteger(portMax) ||
-      portMin < 1 ||
-      portMax > 65535 ||
-      portMin >= portMax
-    ) {
-      throw new RangeError(
-        `the RTP port range must be two ports, min < max, within 1..65535; got ${portMin}-${portMax}`,
-      );
-    }
     if (net.isIP(options.remote.address) === 0) {
       throw new RangeError(
         `the remote address must be an IP address, got ${JSON.stringify(options.remote.address)}`,
       );
     }
     const address = options.address ?? "0.0.0.0";
-    const type = net.isIPv6(address) ? "udp6" : "udp4";
-    const first = portMin % 2 === 0 ? portMin : portMin + 1;
-    const pairs = Math.floor((portMax - first - 1) / 2) + 1;
-    if (pairs < 1)
-      throw new RangeError(`the RTP port range ${portMin}-${portMax} holds no even port with the next one`);
-    const start = Math.floor(Math.random() * pairs);
-    for (let i = 0; i < pairs; i++) {
-      const port = first + 2 * ((start + i) % pairs);
-      const rtp = await bind(type, address, port);
-      if (rtp === undefined) continue;
-      const rtcp = await bind(type, address, port + 1);
-      if (rtcp === undefined) {
-        rtp.close();
-        continue;
-      }
-      return new RtpSession(options, rtp, rtcp, port);
-    }
-    throw new RtpBindError(`no free RTP port pair in ${portMin}-${portMax} on ${address}`);
+    const pair = await bindPair(
+      net.isIPv6(address) ? "udp6" : "udp4",
+      address,
+      options.portMin,
+      options.portMax,
+    );
+    return new RtpSession(options, pair.rtp, pair.rtcp, pair.port);
   }
 
   /** Queues 8 kHz PCM to send after what is queued. */
@@ -631,6 +608,50 @@ function checkOptions(o: RtpSessionOptions): void {
     }
   }
   if (o.rtcpIntervalSeconds === 0) throw new RangeError("rtcpIntervalSeconds must be above 0");
+}
+
+/**
+ * An RTP socket on an even port of [min, max] and its RTCP socket on the
+ * next port, tried from a random start, each pair once. min = max = 0: any
+ * free even port the system gives (tests), asking again while it gives an
+ * odd one or the next port is taken.
+ */
+async function bindPair(
+  type: "udp4" | "udp6",
+  address: string,
+  min: number,
+  max: number,
+): Promise<{ rtp: dgram.Socket; rtcp: dgram.Socket; port: number }> {
+  if (min === 0 && max === 0) {
+    for (let attempt = 0; attempt < 64; attempt++) {
+      const rtp = await bind(type, address, 0);
+      if (rtp === undefined) break;
+      const port = rtp.address().port;
+      const rtcp = port % 2 === 0 && port < 65535 ? await bind(type, address, port + 1) : undefined;
+      if (rtcp !== undefined) return { rtp, rtcp, port };
+      await closeSocket(rtp);
+    }
+    throw new RtpBindError(`no free RTP port pair on ${address}`);
+  }
+  if (!Number.isInteger(min) || !Number.isInteger(max) || min < 1 || max > 65535 || min >= max) {
+    throw new RangeError(
+      `the RTP port range must be 0-0 (any), or min < max within 1..65535; got ${min}-${max}`,
+    );
+  }
+  const first = min % 2 === 0 ? min : min + 1;
+  const pairs = Math.floor((max - first - 1) / 2) + 1;
+  if (pairs < 1)
+    throw new RangeError(`the RTP port range ${min}-${max} holds no even port with the next one`);
+  const start = Math.floor(Math.random() * pairs);
+  for (let i = 0; i < pairs; i++) {
+    const port = first + 2 * ((start + i) % pairs);
+    const rtp = await bind(type, address, port);
+    if (rtp === undefined) continue;
+    const rtcp = await bind(type, address, port + 1);
+    if (rtcp !== undefined) return { rtp, rtcp, port };
+    await closeSocket(rtp);
+  }
+  throw new RtpBindError(`no free RTP port pair in ${min}-${max} on ${address}`);
 }
 
 function bind(type: "udp4" | "udp6", address: string, port: number): Promise<dgram.Socket | undefined> {
