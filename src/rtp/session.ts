@@ -95,6 +95,17 @@ export interface RtpAddress {
   port: number;
 }
 
+/** Where the SDP says to send: an IP address and port, and RTCP's port (default port + 1). */
+export type RtpRemote = RtpAddress & { rtcpPort?: number | undefined };
+
+/** What the offer/answer settled: what `start` takes. */
+export interface RtpMedia {
+  codec: RtpCodec;
+  /** The negotiated telephone-event payload type; undefined when the remote offered none. */
+  telephoneEventPayloadType?: number | undefined;
+  remote: RtpRemote;
+}
+
 export interface RtpSessionEvents {
   /** Every 20 ms: the played-out frame (160 samples) and what it is. */
   audio?(samples: Int16Array, frame: { kind: PlayedFrame["kind"]; sequence?: number | undefined }): void;
@@ -115,11 +126,12 @@ export interface RtpSessionOptions {
   /** The RTP port range (inclusive); RTP takes an even port, RTCP the next. 0 and 0: any free pair (tests). */
   portMin: number;
   portMax: number;
-  codec: RtpCodec;
+  /** The codec; with `remote`, the session starts at once (else at `start`, once the SDP answer is in). */
+  codec?: RtpCodec | undefined;
   /** The negotiated telephone-event payload type; undefined when the remote offered none. */
   telephoneEventPayloadType?: number | undefined;
   /** Where the SDP says to send (RTCP: `rtcpPort`, default port + 1). */
-  remote: RtpAddress & { rtcpPort?: number | undefined };
+  remote?: RtpRemote | undefined;
   /** Latch to the first valid packet from the remote's address (default) or from any address. */
   latch?: "address" | "any";
   /** Seconds without RTP before `timeout` (default 30; 0: never). */
@@ -152,10 +164,11 @@ export interface RtpSessionCounters {
 }
 
 export interface RtpSessionStats extends RtpStatsSnapshot {
-  codec: RtpCodec;
+  /** Undefined before `start`. */
+  codec: RtpCodec | undefined;
   localPort: number;
-  /** Where packets go now, "address:port". */
-  sendingTo: string;
+  /** Where packets go now, "address:port" (undefined before `start`). */
+  sendingTo: string | undefined;
   latched: boolean;
   jitterBuffer: JitterCounters;
   counters: RtpSessionCounters;
@@ -168,26 +181,28 @@ export class RtpBindError extends Error {
 
 export class RtpSession {
   readonly ssrc: number;
-  readonly codec: RtpCodec;
-  readonly payloadType: number;
+  /** The codec (undefined before `start`). */
+  codec: RtpCodec | undefined;
+  /** The codec's payload type (−1, matching no packet, before `start`). */
+  private payloadType = -1;
   /** G.711 encoding by table (./g711-tables.ts). */
-  private readonly table: Uint8Array;
-  private readonly encoding: G711Encoding;
-  private readonly te: number | undefined;
+  private table: Uint8Array = g711EncodeTable("mulaw");
+  private encoding: G711Encoding = "mulaw";
+  private te: number | undefined;
   private readonly latchAny: boolean;
-  private remote: RtpAddress & { rtcpPort?: number | undefined };
-  private sendTo: RtpAddress;
+  private remote: RtpRemote | undefined;
+  private sendTo: RtpAddress = { address: "", port: 0 };
   private rtcpTo: RtpAddress | undefined;
   private latched = false;
   private rtcpLatched = false;
   private readonly stats_: RtpStats;
   private readonly jitter: JitterBuffer;
   private readonly decoder = new TelephoneEventDecoder();
-  private readonly detector: DtmfDetector | undefined;
+  private detector: DtmfDetector | undefined;
   private readonly events: RtpSessionEvents;
   private readonly counters: RtpSessionCounters = { malformed: 0, rejected: 0, unknownPayload: 0, errors: 0 };
-  private readonly removeSender: () => void;
-  private readonly removePlayout: () => void;
+  private removeSender: (() => void) | undefined;
+  private removePlayout: (() => void) | undefined;
   // Sending state.
   private sequence: number;
   private timestamp: number;
@@ -225,22 +240,13 @@ export class RtpSession {
     private readonly rtcp: dgram.Socket,
     readonly localPort: number,
   ) {
-    const pacer = options.pacer;
-    this.codec = options.codec;
-    this.payloadType = CODEC_PAYLOAD_TYPES[options.codec];
-    this.encoding = ENCODINGS[options.codec];
-    this.table = g711EncodeTable(this.encoding);
-    this.te = options.telephoneEventPayloadType;
     this.latchAny = options.latch === "any";
-    this.remote = { ...options.remote };
-    this.sendTo = { address: this.remote.address, port: this.remote.port };
     const random = randomBytes(10);
     this.ssrc = options.ssrc ?? random.readUInt32BE(0);
     this.sequence = random.readUInt16BE(4);
     this.timestamp = random.readUInt32BE(6);
     this.stats_ = new RtpStats(this.ssrc);
     this.jitter = new JitterBuffer({ depthMs: options.jitterMs ?? 60 });
-    this.detector = (options.inbandDtmf ?? this.te === undefined) ? new DtmfDetector() : undefined;
     this.events = options.events ?? {};
     this.timeoutMs = (options.timeoutSeconds ?? 30) * 1000;
     this.rtcpEveryTicks = Math.max(1, Math.round(((options.rtcpIntervalSeconds ?? 5) * 1000) / FRAME_MS));
@@ -261,6 +267,26 @@ export class RtpSession {
     // Send errors (ICMP unreachable, ...) arrive here; a session must not crash the process for them.
     rtp.on("error", () => this.counters.errors++);
     rtcp.on("error", () => this.counters.errors++);
+  }
+
+  /**
+   * Starts sending and playing out with what the offer/answer settled (open
+   * does it when given codec and remote). RangeError for bad media; Error
+   * when already started or closed (a re-INVITE's new address: setRemote).
+   */
+  start(media: RtpMedia): void {
+    if (this.closed) throw new Error("the RTP session is closed");
+    if (this.codec !== undefined) throw new Error("the RTP session has started already");
+    checkMedia(media);
+    this.codec = media.codec;
+    this.payloadType = CODEC_PAYLOAD_TYPES[media.codec];
+    this.encoding = ENCODINGS[media.codec];
+    this.table = g711EncodeTable(this.encoding);
+    this.te = media.telephoneEventPayloadType;
+    this.header.payloadType = this.payloadType;
+    this.detector = (this.options.inbandDtmf ?? this.te === undefined) ? new DtmfDetector() : undefined;
+    this.setRemote(media.remote);
+    this.lastRtpMs = this.now();
     const sender: PacedStream = {
       nextFrame: () => this.nextFrame(),
       send: (packet) => {
@@ -276,18 +302,26 @@ export class RtpSession {
       },
       send: () => {},
     };
-    this.removeSender = pacer.add(sender);
-    this.removePlayout = pacer.add(playout);
+    this.removeSender = this.options.pacer.add(sender);
+    this.removePlayout = this.options.pacer.add(playout);
   }
 
-  /** Binds a port pair from the range and starts sending and playing out. RtpBindError when none is free. */
+  /**
+   * Binds a port pair from the range (RtpBindError when none is free) and,
+   * given codec and remote, starts; else `start` does once the answer is in
+   * (until then nothing is sent and every packet is dropped as `rejected`).
+   */
   static async open(options: RtpSessionOptions): Promise<RtpSession> {
     checkOptions(options);
-    if (net.isIP(options.remote.address) === 0) {
-      throw new RangeError(
-        `the remote address must be an IP address, got ${JSON.stringify(options.remote.address)}`,
-      );
-    }
+    const media =
+      options.codec !== undefined && options.remote !== undefined
+        ? {
+            codec: options.codec,
+            telephoneEventPayloadType: options.telephoneEventPayloadType,
+            remote: options.remote,
+          }
+        : undefined;
+    if (media !== undefined) checkMedia(media);
     const address = options.address ?? "0.0.0.0";
     const pair = await bindPair(
       net.isIPv6(address) ? "udp6" : "udp4",
@@ -295,7 +329,9 @@ export class RtpSession {
       options.portMin,
       options.portMax,
     );
-    return new RtpSession(options, pair.rtp, pair.rtcp, pair.port);
+    const session = new RtpSession(options, pair.rtp, pair.rtcp, pair.port);
+    if (media !== undefined) session.start(media);
+    return session;
   }
 
   /** Queues 8 kHz PCM to send after what is queued. */
@@ -347,10 +383,8 @@ export class RtpSession {
   }
 
   /** Where packets go from now on (a re-INVITE); latching starts over. */
-  setRemote(remote: RtpAddress & { rtcpPort?: number | undefined }): void {
-    if (net.isIP(remote.address) === 0) {
-      throw new RangeError(`the remote address must be an IP address, got ${JSON.stringify(remote.address)}`);
-    }
+  setRemote(remote: RtpRemote): void {
+    checkRemote(remote);
     this.remote = { ...remote };
     this.sendTo = { address: remote.address, port: remote.port };
     this.rtcpTo = undefined;
@@ -363,7 +397,7 @@ export class RtpSession {
       ...this.stats_.snapshot(),
       codec: this.codec,
       localPort: this.localPort,
-      sendingTo: `${this.sendTo.address}:${this.sendTo.port}`,
+      sendingTo: this.remote === undefined ? undefined : `${this.sendTo.address}:${this.sendTo.port}`,
       latched: this.latched,
       jitterBuffer: { ...this.jitter.counters },
       counters: { ...this.counters },
@@ -374,9 +408,13 @@ export class RtpSession {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.removeSender();
-    this.removePlayout();
+    this.removeSender?.();
+    this.removePlayout?.();
     for (const press of this.decoder.flush()) this.reportPress(press);
+    if (this.remote === undefined) {
+      await Promise.all([closeSocket(this.rtp), closeSocket(this.rtcp)]);
+      return;
+    }
     const bye = buildRtcp([...this.reports(), { type: "bye", ssrcs: [this.ssrc] }]);
     await new Promise<void>((resolve) => {
       const to = this.rtcpTarget();
@@ -474,6 +512,10 @@ export class RtpSession {
         this.counters.malformed++;
         return;
       }
+      if (this.codec === undefined) {
+        this.counters.rejected++; // not started: no remote to take packets from yet
+        return;
+      }
       const audio = packet.payloadType === this.payloadType;
       const event = this.te !== undefined && packet.payloadType === this.te;
       if (!audio && !event) {
@@ -481,7 +523,7 @@ export class RtpSession {
         return;
       }
       if (!this.latched) {
-        if (!this.latchAny && rinfo.address !== this.remote.address) {
+        if (this.remote === undefined || (!this.latchAny && rinfo.address !== this.remote.address)) {
           this.counters.rejected++;
           return;
         }
@@ -549,7 +591,8 @@ export class RtpSession {
   private rtcpTarget(): RtpAddress {
     if (this.rtcpTo !== undefined) return this.rtcpTo;
     if (this.latched) return { address: this.sendTo.address, port: this.sendTo.port + 1 };
-    return { address: this.remote.address, port: this.remote.rtcpPort ?? this.remote.port + 1 };
+    const remote = this.remote!;
+    return { address: remote.address, port: remote.rtcpPort ?? remote.port + 1 };
   }
 
   private sendReport(): void {
@@ -565,7 +608,7 @@ export class RtpSession {
         return;
       }
       if (!this.rtcpLatched) {
-        if (!this.latchAny && rinfo.address !== this.remote.address) {
+        if (this.remote === undefined || (!this.latchAny && rinfo.address !== this.remote.address)) {
           this.counters.rejected++;
           return;
         }
@@ -586,17 +629,29 @@ export class RtpSession {
   }
 }
 
-/** RangeError for options that cannot work (they come from configuration and SDP, checked before here). */
-function checkOptions(o: RtpSessionOptions): void {
-  if (!(o.codec in CODEC_PAYLOAD_TYPES))
-    throw new RangeError(`codec must be PCMU or PCMA, got ${String(o.codec)}`);
-  const te = o.telephoneEventPayloadType;
+/** RangeError for media that cannot work. */
+function checkMedia(m: RtpMedia): void {
+  if (!(m.codec in CODEC_PAYLOAD_TYPES))
+    throw new RangeError(`codec must be PCMU or PCMA, got ${String(m.codec)}`);
+  const te = m.telephoneEventPayloadType;
   if (te !== undefined && (!Number.isInteger(te) || te < 96 || te > 127)) {
     throw new RangeError(`telephoneEventPayloadType must be a dynamic payload type (96..127), got ${te}`);
   }
-  if (!Number.isInteger(o.remote.port) || o.remote.port < 1 || o.remote.port > 65535) {
-    throw new RangeError(`the remote port must be 1..65535, got ${o.remote.port}`);
+  checkRemote(m.remote);
+}
+
+/** RangeError for a remote that is not an IP address and a port. */
+function checkRemote(r: RtpRemote): void {
+  if (net.isIP(r.address) === 0) {
+    throw new RangeError(`the remote address must be an IP address, got ${JSON.stringify(r.address)}`);
   }
+  if (!Number.isInteger(r.port) || r.port < 1 || r.port > 65535) {
+    throw new RangeError(`the remote port must be 1..65535, got ${r.port}`);
+  }
+}
+
+/** RangeError for options that cannot work (they come from configuration and SDP, checked before here). */
+function checkOptions(o: RtpSessionOptions): void {
   const nonNegative: Array<[string, number | undefined]> = [
     ["timeoutSeconds", o.timeoutSeconds],
     ["jitterMs", o.jitterMs],

@@ -501,6 +501,42 @@ describe("RtpSession", () => {
     expect(s.dtmf).toEqual([{ digit: "#", method: "sip-info", durationMs: 160 }]);
   });
 
+  it("opens before the SDP answer, sends and takes nothing until started, then runs", async () => {
+    const s = await setup({ codec: undefined, remote: undefined });
+    expect(s.session.codec).toBeUndefined();
+    expect(s.scheduler.pendingCount).toBe(0);
+    s.peer.send(
+      rtp({ pt: 8, seq: 1, ts: 0, ssrc: 5, payload: Buffer.alloc(160, 0xd5) }),
+      s.session.localPort,
+    );
+    await until("the rejection", () => s.session.stats().counters.rejected === 1);
+    s.session.play(new Int16Array(160).fill(500));
+    await s.scheduler.advance(0.1);
+    expect(s.peer.received).toHaveLength(0);
+    expect(s.session.stats()).toMatchObject({ codec: undefined, sendingTo: undefined, sent: { packets: 0 } });
+    s.session.start({ codec: "PCMA", remote: { address: "127.0.0.1", port: s.peer.port } });
+    expect(() =>
+      s.session.start({ codec: "PCMA", remote: { address: "127.0.0.1", port: s.peer.port } }),
+    ).toThrow(/started already/);
+    await s.scheduler.advance(0.04);
+    const packets = (await s.peer.receive(2)).map(readRtp);
+    expect(packets.map((p) => [p.pt, p.marker])).toEqual([
+      [8, true],
+      [8, false],
+    ]);
+    expect(Math.abs(alawToLinear(packets[0]!.payload[0]!) - 500)).toBeLessThan(20);
+    expect(s.session.stats().codec).toBe("PCMA");
+  });
+
+  it("closes a session that never started", async () => {
+    const s = await setup({ codec: undefined, remote: undefined });
+    await s.session.close();
+    expect(() => s.session.start({ codec: "PCMU", remote: { address: "127.0.0.1", port: 9 } })).toThrow(
+      /closed/,
+    );
+    expect(s.rtcpPeer.received).toHaveLength(0);
+  });
+
   it("refuses options that cannot work", async () => {
     const pacer = new Pacer(realTimers());
     cleanup.push(() => pacer.stop());
