@@ -207,6 +207,7 @@ export class RtpSession {
   private sequence: number;
   private timestamp: number;
   private first = true;
+  private sending = true;
   /** The timestamp of the last frame sent and when it was sent. */
   private lastFrameTimestamp = 0;
   private lastFrameMs: number | undefined;
@@ -431,26 +432,43 @@ export class RtpSession {
 
   private nextFrame(): Uint8Array | undefined {
     const frameTimestamp = this.timestamp;
-    this.lastFrameTimestamp = frameTimestamp;
-    this.lastFrameMs = this.now();
     this.timestamp = (this.timestamp + FRAME_SAMPLES) >>> 0;
-    this.header.sequence = this.sequence;
-    this.sequence = (this.sequence + 1) & 0xffff;
-    const marker = this.first;
-    this.first = false;
     const press = this.event === undefined ? this.presses.shift() : undefined;
     if (press !== undefined) {
       // Every packet of a press carries the timestamp of its first (RFC 4733 §2.5.1.2).
       this.event = { packets: press, at: 0, timestamp: frameTimestamp };
     }
     const ev = this.event;
+    let event: EventPacket | undefined;
     if (ev !== undefined && this.te !== undefined) {
-      const p = ev.packets[ev.at++]!;
+      event = ev.packets[ev.at++]!;
       if (ev.at >= ev.packets.length) this.event = undefined;
-      return this.write(this.te, p.marker, ev.timestamp, p.payload);
+    } else {
+      this.fillAudio();
     }
-    this.fillAudio();
+    // On hold the frame's time passes (queued audio included) and nothing is sent; the
+    // sequence numbers go on from the last packet sent, and the next one is marked.
+    if (!this.sending) {
+      this.first = true;
+      return undefined;
+    }
+    this.lastFrameTimestamp = frameTimestamp;
+    this.lastFrameMs = this.now();
+    this.header.sequence = this.sequence;
+    this.sequence = (this.sequence + 1) & 0xffff;
+    const marker = this.first;
+    this.first = false;
+    if (event !== undefined) return this.write(this.te!, event.marker, ev!.timestamp, event.payload);
     return this.write(this.payloadType, marker, frameTimestamp, this.payload);
+  }
+
+  /**
+   * Whether frames are sent (default true). False while the remote holds
+   * the call (its SDP sendonly or inactive): time passes, queued audio with
+   * it, and nothing goes out; RTCP still does.
+   */
+  setSending(on: boolean): void {
+    this.sending = on;
   }
 
   private write(payloadType: number, marker: boolean, timestamp: number, payload: Uint8Array): Uint8Array {

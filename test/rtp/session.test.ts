@@ -313,6 +313,23 @@ describe("RtpSession", () => {
     expect(s.pacer.stats()).toMatchObject({ streams: 6, ticks: 5, sent: 15 });
   });
 
+  it("sends nothing while held, the time passing, and resumes with the next sequence number, marked", async () => {
+    const s = await setup();
+    s.session.play(Int16Array.from({ length: 160 * 6 }, (_, i) => Math.floor(i / 160) * 1000));
+    await s.scheduler.advance(0.02);
+    const [before] = (await s.peer.receive(1)).map(readRtp);
+    s.session.setSending(false);
+    await s.scheduler.advance(0.06);
+    s.session.setSending(true);
+    await s.scheduler.advance(0.04);
+    const after = (await s.peer.receive(2)).map(readRtp);
+    expect(after.map((p) => (p.seq - before!.seq) & 0xffff)).toEqual([1, 2]);
+    expect(after.map((p) => (p.ts - before!.ts) >>> 0)).toEqual([640, 800]);
+    expect(after.map((p) => p.marker)).toEqual([true, false]);
+    expect(after.map((p) => p.payload[0])).toEqual([linearToMulaw(4000), linearToMulaw(5000)]);
+    expect(s.session.stats().sent.packets).toBe(3);
+  });
+
   it("clears what was queued", async () => {
     const s = await setup();
     s.session.play(new Int16Array(8000).fill(3000));
