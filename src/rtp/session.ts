@@ -5,7 +5,9 @@
  * not. It joins the pieces of this folder:
  *
  * - Sockets: RTP on an even port picked from [portMin, portMax] (tried from
- *   a random start, every even port once), RTCP on the next port.
+ *   a random start, every even port once; 0–0: any free pair), RTCP on the
+ *   next port. A session can open before the SDP answer (its port goes in
+ *   the offer) and `start` once codec and remote are known.
  * - Symmetric RTP: packets go to the address the SDP gave until the first
  *   valid packet arrives (parsed, our codec's or telephone-event's payload
  *   type) from that address — any port, for endpoints behind NAT — or from
@@ -16,8 +18,9 @@
  * - Sending: the shared Pacer asks for a frame every 20 ms: a DTMF event's
  *   next packet if one is under way, else the next 160 samples of what
  *   `play` queued (in-band DTMF tones first), else silence — RTP flows for
- *   the whole session, so the remote's own timeout never fires. Sequence +1
- *   and timestamp +160 per frame, SSRC fixed, marker on the first packet;
+ *   the whole session, so the remote's own timeout never fires (except on
+ *   hold: `setSending(false)`). Sequence +1 and timestamp +160 per frame,
+ *   SSRC fixed, marker on the first packet (and the first after a hold);
  *   packets are written into a ring of reused buffers, each busy until the
  *   socket has sent it (the ring grows when a late wake-up sends a burst).
  * - Receiving: packets into the jitter buffer (./jitter-buffer.ts), played
@@ -25,7 +28,8 @@
  *   until audio comes). telephone-event packets through the decoder, each
  *   press once (`dtmf`, method "rfc4733"); in-band detection on the played
  *   audio when enabled (default: when no telephone-event was negotiated;
- *   method "inband"). `timeout` once when no RTP has come for
+ *   method "inband"); SIP INFO bodies handed to `dtmfRelay` (method
+ *   "sip-info"). `timeout` once when no RTP has come for
  *   `timeoutSeconds` (the session keeps running; the owner decides).
  * - RTCP: an SR with a report block and an SDES CNAME every
  *   `rtcpIntervalSeconds` (default 5), a BYE at close; the remote's
