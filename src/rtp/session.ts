@@ -221,7 +221,7 @@ export class RtpSession {
   private written: SendSlot | undefined;
   private readonly payload = new Uint8Array(FRAME_SAMPLES);
   private readonly header: RtpPacket;
-  private queue: Int16Array[] = [];
+  private queue: Array<{ samples: Int16Array; done: ((sent: boolean) => void) | undefined }> = [];
   private queueOffset = 0;
   private queuedSamples = 0;
   private inband: Int16Array[] = [];
@@ -339,18 +339,31 @@ export class RtpSession {
     return session;
   }
 
-  /** Queues 8 kHz PCM to send after what is queued. */
-  play(pcm: Int16Array): void {
-    if (this.closed || pcm.length === 0) return;
-    this.queue.push(pcm);
+  /**
+   * Queues 8 kHz PCM to send after what is queued. `done` is called once:
+   * true when its last sample has gone out, false when `clear` or `close`
+   * dropped it first (a closed session calls it false at once).
+   */
+  play(pcm: Int16Array, done?: (sent: boolean) => void): void {
+    if (this.closed) {
+      done?.(false);
+      return;
+    }
+    if (pcm.length === 0) {
+      done?.(true);
+      return;
+    }
+    this.queue.push({ samples: pcm, done });
     this.queuedSamples += pcm.length;
   }
 
-  /** Drops what `play` queued and not yet sent. */
+  /** Drops what `play` queued and not yet sent (their `done` called with false). */
   clear(): void {
+    const dropped = this.queue;
     this.queue = [];
     this.queueOffset = 0;
     this.queuedSamples = 0;
+    for (const item of dropped) item.done?.(false);
   }
 
   /** Milliseconds of queued audio not yet sent. */
@@ -415,6 +428,7 @@ export class RtpSession {
     this.closed = true;
     this.removeSender?.();
     this.removePlayout?.();
+    this.clear();
     for (const press of this.decoder.flush()) this.reportPress(press);
     if (this.remote === undefined) {
       await Promise.all([closeSocket(this.rtp), closeSocket(this.rtcp)]);
@@ -510,7 +524,8 @@ export class RtpSession {
     }
     const hadQueue = this.queuedSamples > 0;
     while (filled < FRAME_SAMPLES && this.queue.length > 0) {
-      const chunk = this.queue[0]!;
+      const item = this.queue[0]!;
+      const chunk = item.samples;
       const n = Math.min(FRAME_SAMPLES - filled, chunk.length - this.queueOffset);
       encodeInto(this.table, chunk, this.queueOffset, n, this.payload, filled);
       filled += n;
@@ -519,6 +534,7 @@ export class RtpSession {
       if (this.queueOffset >= chunk.length) {
         this.queue.shift();
         this.queueOffset = 0;
+        item.done?.(true);
       }
     }
     if (filled < FRAME_SAMPLES) this.payload.fill(this.table[32768]!, filled);

@@ -330,6 +330,35 @@ describe("RtpSession", () => {
     expect(s.session.stats().sent.packets).toBe(3);
   });
 
+  it("says when each queued chunk has gone out, or was dropped", async () => {
+    const s = await setup();
+    const done: Array<[string, boolean]> = [];
+    s.session.play(new Int16Array(100), (sent) => done.push(["a", sent]));
+    s.session.play(new Int16Array(100), (sent) => done.push(["b", sent]));
+    s.session.play(new Int16Array(400), (sent) => done.push(["c", sent]));
+    s.session.play(new Int16Array(0), (sent) => done.push(["empty", sent]));
+    await s.scheduler.advance(0.02);
+    expect(done).toEqual([
+      ["empty", true],
+      ["a", true],
+    ]);
+    await s.scheduler.advance(0.02);
+    expect(done.slice(2)).toEqual([["b", true]]);
+    s.session.play(new Int16Array(160), (sent) => done.push(["d", sent]));
+    s.session.clear();
+    expect(done.slice(3)).toEqual([
+      ["c", false],
+      ["d", false],
+    ]);
+    s.session.play(new Int16Array(160), (sent) => done.push(["e", sent]));
+    await s.session.close();
+    s.session.play(new Int16Array(160), (sent) => done.push(["f", sent]));
+    expect(done.slice(5)).toEqual([
+      ["e", false],
+      ["f", false],
+    ]);
+  });
+
   it("clears what was queued", async () => {
     const s = await setup();
     s.session.play(new Int16Array(8000).fill(3000));
