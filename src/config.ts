@@ -9,6 +9,11 @@ import { DEFAULT_LOG_BUFFER_BYTES } from "./log.js";
 import { loadMessageRates, type MessageRates } from "./messaging/messages/rates.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
+import {
+  loadSipCaptureConfig,
+  type SipCaptureConfig,
+  SipCaptureConfigError,
+} from "./telephony/sip-edge/capture-config.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
 import {
   loadSipDomainsConfig,
@@ -103,6 +108,8 @@ export interface Config {
     tlsPort: number;
     advertisedHost: string | undefined;
     digestAlgorithms: Array<"SHA-256" | "MD5">;
+    /** SIP_CAPTURE*: the capture of real calls' SIP messages (src/telephony/sip-edge/capture-config.ts). */
+    capture: SipCaptureConfig;
   };
   /** SIP domains: base domain and the collaboration platform (src/voice/sip-domains/config.ts). */
   sipDomains: SipDomainsConfig;
@@ -560,6 +567,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsPort: int(env, "SIP_TLS_PORT", 5061, 0, 65535),
       advertisedHost: env.SIP_ADVERTISED_HOST || undefined,
       digestAlgorithms: digestAlgorithms(env.SIP_DIGEST_ALGORITHMS),
+      capture: sipCapture(env),
     },
     sipDomains: sipDomains(env),
     sipCredentialsKey: sipCredentialsKey(env.SIP_CREDENTIALS_KEY),
@@ -616,6 +624,15 @@ function sipDomains(env: NodeJS.ProcessEnv): SipDomainsConfig {
     return loadSipDomainsConfig(env);
   } catch (err) {
     if (err instanceof SipDomainsConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function sipCapture(env: NodeJS.ProcessEnv): SipCaptureConfig {
+  try {
+    return loadSipCaptureConfig(env);
+  } catch (err) {
+    if (err instanceof SipCaptureConfigError) throw new ConfigError(err.message);
     throw err;
   }
 }

@@ -11,6 +11,9 @@
  * Scanners (friendly-scanner and kin) get no answer at all; every refusal
  * is logged with its source and counted in /metrics
  * (`switchboard_sip_refused_total`).
+ * Every message the listeners send and receive passes the capture
+ * (./capture.ts, unless SIP_CAPTURE=false): the SIP dialogues that calls
+ * claim with `capture.attach` are stored for GetSipInfo.
  */
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -23,9 +26,11 @@ import { registry } from "../../observability/metrics.js";
 import { SipEndpoint } from "../../sip/endpoint.js";
 import { SipBindError, type TransportName } from "../../sip/transport.js";
 import { VoiceStore } from "../../voice/sip-domains/repository.js";
+import { SipCaptureRepository } from "../../voice/sip-info/repository.js";
 import { Registrar } from "../../voice/sip-registrations/registrar.js";
 import { SipUsersDomain } from "../../voice/sip-users/domain.js";
 import { RealScheduler } from "../scheduler.js";
+import { SipCapture } from "./capture.js";
 import { registerHandler } from "./register.js";
 
 export interface SipEdgeOptions {
@@ -45,9 +50,18 @@ const refusals = new Counter({
   registers: [registry],
 });
 
+/** The capture's side the SIP carrier uses (./capture.ts). */
+export interface SipEdgeCapture {
+  /** Stores the SIP dialogue `sipCallId` (from its INVITE on) as the call `callId`'s; a no-op when SIP_CAPTURE=false. */
+  attach(callId: string, sipCallId: string): void;
+  /** Writes what was captured so far. */
+  flush(): Promise<void>;
+}
+
 export interface SipEdge {
   /** The bound address of each transport listening. */
   local(transport: TransportName): { address: string; port: number } | undefined;
+  capture: SipEdgeCapture;
   close(): Promise<void>;
 }
 
@@ -62,6 +76,16 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   const count = (reason: string) => refusals.inc({ reason });
   const store = new VoiceStore(options.db);
   const users = new SipUsersDomain(store, options.clock, config.sipDomains);
+  const capture = sip.capture.enabled
+    ? new SipCapture({
+        store: new SipCaptureRepository(options.db),
+        maxMessages: sip.capture.maxMessages,
+        maxBytes: sip.capture.maxBytes,
+        log,
+        localAddress: sip.advertisedHost,
+        now: () => options.clock.now(),
+      })
+    : undefined;
   let endpoint: SipEndpoint;
   try {
     endpoint = await SipEndpoint.start({
@@ -77,6 +101,8 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
                 cert: readFileSync(config.tls.certFile),
                 key: readFileSync(config.tls.keyFile),
               },
+        tap: capture?.tap,
+        now: () => options.clock.now(),
       },
       scheduler: new RealScheduler(options.clock),
       ...(sip.advertisedHost === undefined ? {} : { advertisedHost: sip.advertisedHost }),
@@ -123,6 +149,10 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   }
   return {
     local: (transport) => endpoint.transport.local(transport),
-    close: () => endpoint.close(),
+    capture: capture ?? { attach: () => {}, flush: async () => {} },
+    async close() {
+      await endpoint.close();
+      await capture?.close();
+    },
   };
 }
