@@ -62,6 +62,12 @@ export function SipDialogue({ call, live }: { call: string; live: boolean }) {
               <code>Call-ID: {info.data.sipCallId}</code> · {info.data.messages.length} messages from{" "}
               {time(info.data.startTime)} · <PcapLink info={info.data} call={call} />
             </p>
+            {info.data.omittedMessageCount > 0 && (
+              <p role="status">
+                {info.data.omittedMessageCount} later messages were left out of the capture (the operator's
+                bound on a call's capture).
+              </p>
+            )}
             <Ladder messages={info.data.messages} />
             <MessagesTable messages={info.data.messages} />
           </>
