@@ -38,11 +38,12 @@ const CLAIMED_COLUMNS = `select c.id, c.seq::float8 as seq, c.project_id, c.even
  * took it first holds its lease: the update waits for that claim, then
  * finds it leased.
  *
- * `kept` finds its events by id: its lease test is written
+ * `kept` finds its events by primary key (`id = any(...)`, an index
+ * condition whatever the plan), and its lease test is written
  * `coalesce(lease_owner, '') = $1` (the same, $1 being a worker's id) so
- * that the planner cannot read it through webhook_events_leased_idx, every
- * leased event (a hash join over thousands under a backlog, seen in a
- * generic plan: 10,000 buffers a statement).
+ * that no partial index's predicate follows from it: a generic plan read
+ * them through webhook_events_leased_idx, every leased event and its dead
+ * entries, under a backlog (10,000 buffers a statement).
  *
  * Its rows: the recorded events' ids (JSON, the first column, on every
  * row), each with one handed-over event or, when there is none, nulls.
@@ -74,7 +75,8 @@ const FINISH_ROUNDS = `with v as (
     order by j.i),
   kept as (update webhook_events e set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
       complete_time = v.complete, lease_owner = null, lease_expire_time = null
-    from v where e.id = v.id and coalesce(e.lease_owner, '') = $1 and e.state = 'PENDING'
+    from v where e.id = any(array(select id from v)) and e.id = v.id
+      and coalesce(e.lease_owner, '') = $1 and e.state = 'PENDING'
     returning e.id, e.project_id, e.ordering_key, e.state, e.seq),
   done as (select e.id from webhook_events e join v on e.id = v.id
     where $6::boolean and e.state = v.state and e.attempt_count = v.round and e.lease_owner is null
