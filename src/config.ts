@@ -14,6 +14,11 @@ import {
   type SipCarrierSettings,
   SipCarrierSettingsError,
 } from "./telephony/sip-carrier/settings.js";
+import {
+  loadSipCaptureConfig,
+  type SipCaptureConfig,
+  SipCaptureConfigError,
+} from "./telephony/sip-edge/capture-config.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
 import {
   loadSipDomainsConfig,
@@ -108,6 +113,8 @@ export interface Config {
     tlsPort: number;
     advertisedHost: string | undefined;
     digestAlgorithms: Array<"SHA-256" | "MD5">;
+    /** SIP_CAPTURE*: the capture of real calls' SIP messages (src/telephony/sip-edge/capture-config.ts). */
+    capture: SipCaptureConfig;
   };
   /** SIP_OUTBOUND, RTP_PORT_MIN, RTP_PORT_MAX: real calls over the SIP edge (src/telephony/sip-carrier/settings.ts). */
   sipCarrier: SipCarrierSettings;
@@ -567,6 +574,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsPort: int(env, "SIP_TLS_PORT", 5061, 0, 65535),
       advertisedHost: env.SIP_ADVERTISED_HOST || undefined,
       digestAlgorithms: digestAlgorithms(env.SIP_DIGEST_ALGORITHMS),
+      capture: sipCapture(env),
     },
     sipCarrier: sipCarrier(env),
     sipDomains: sipDomains(env),
@@ -633,6 +641,15 @@ function sipDomains(env: NodeJS.ProcessEnv): SipDomainsConfig {
     return loadSipDomainsConfig(env);
   } catch (err) {
     if (err instanceof SipDomainsConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function sipCapture(env: NodeJS.ProcessEnv): SipCaptureConfig {
+  try {
+    return loadSipCaptureConfig(env);
+  } catch (err) {
+    if (err instanceof SipCaptureConfigError) throw new ConfigError(err.message);
     throw err;
   }
 }

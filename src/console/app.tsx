@@ -18,11 +18,14 @@ const ServiceAccountsPage = lazy(() => import("./admin/service-accounts.js"));
 const InventoryPage = lazy(() => import("./operator/inventory.js"));
 const SimulatorPage = lazy(() => import("./operator/simulator.js"));
 const NumbersPage = lazy(() => import("./numbers/numbers.js"));
+const RangesPage = lazy(() => import("./numbers/ranges.js"));
+const ListingsPage = lazy(() => import("./numbers/regulatory-listings.js"));
 const CallsPage = lazy(() => import("./calls/calls.js"));
 const CallPage = lazy(() => import("./calls/call.js"));
 const WebhooksPage = lazy(() => import("./webhooks/webhooks.js"));
 const MessagesPage = lazy(() => import("./messages/messages.js"));
 const SipDomainsPage = lazy(() => import("./sip-domains/sip-domains.js"));
+const SipDomainPage = lazy(() => import("./sip-domains/sip-domain.js"));
 
 interface SessionContextValue {
   session: Session;
@@ -91,6 +94,8 @@ const NAV: NavItem[] = [
   { route: "inventory", label: "Inventory", operator: true },
   { route: "simulator", label: "Simulator", operator: true },
   { route: "numbers", label: "Numbers", project: true },
+  { route: "ranges", label: "Number ranges", project: true },
+  { route: "listings", label: "Regulatory listings", project: true },
   { route: "calls", label: "Calls", project: true },
   { route: "messages", label: "Messages", project: true },
   { route: "sip-domains", label: "SIP domains", project: true },
@@ -175,6 +180,10 @@ function pageOf(page: string, route: string[], session: Session): ReactNode {
       return <SimulatorPage />;
     case "numbers":
       return <NumbersPage />;
+    case "ranges":
+      return <RangesPage />;
+    case "listings":
+      return <ListingsPage />;
     case "calls":
       return <CallsPage />;
     case "call":
@@ -184,7 +193,7 @@ function pageOf(page: string, route: string[], session: Session): ReactNode {
     case "messages":
       return <MessagesPage />;
     case "sip-domains":
-      return <SipDomainsPage />;
+      return route[1] === undefined ? <SipDomainsPage /> : <SipDomainPage id={route[1]} />;
     default:
       return <EmptyState title="No such page" />;
   }

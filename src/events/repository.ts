@@ -1,27 +1,12 @@
 /** Storage of the webhook outbox: the `webhook_events` and `webhook_attempts` tables. */
-import {
-  and,
-  asc,
-  eq,
-  getTableColumns,
-  inArray,
-  isNull,
-  lte,
-  ne,
-  notExists,
-  or,
-  type SQL,
-  sql,
-} from "drizzle-orm";
-import { alias } from "drizzle-orm/pg-core";
+import { and, asc, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
 import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.js";
 import type { Db } from "../db/client.js";
-import { directClientOf, directRows, fixedRows } from "../db/direct.js";
+import { directClientOf, fixedRows } from "../db/direct.js";
 import {
   webhookAttempts as attempts,
   type NewWebhookAttemptRow,
   type NewWebhookEventRow,
-  projects,
   webhookEvents as t,
   type WebhookAttemptRow,
   type WebhookEventRow,
@@ -53,6 +38,13 @@ const CLAIMED_COLUMNS = `select c.id, c.seq::float8 as seq, c.project_id, c.even
  * took it first holds its lease: the update waits for that claim, then
  * finds it leased.
  *
+ * `kept` finds its events by primary key (`id = any(...)`, an index
+ * condition whatever the plan), and its lease test is written
+ * `coalesce(lease_owner, '') = $1` (the same, $1 being a worker's id) so
+ * that no partial index's predicate follows from it: a generic plan read
+ * them through webhook_events_leased_idx, every leased event and its dead
+ * entries, under a backlog (10,000 buffers a statement).
+ *
  * Its rows: the recorded events' ids (JSON, the first column, on every
  * row), each with one handed-over event or, when there is none, nulls.
  *
@@ -83,7 +75,8 @@ const FINISH_ROUNDS = `with v as (
     order by j.i),
   kept as (update webhook_events e set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
       complete_time = v.complete, lease_owner = null, lease_expire_time = null
-    from v where e.id = v.id and e.lease_owner = $1 and e.state = 'PENDING'
+    from v where e.id = any(array(select id from v)) and e.id = v.id
+      and coalesce(e.lease_owner, '') = $1 and e.state = 'PENDING'
     returning e.id, e.project_id, e.ordering_key, e.state, e.seq),
   done as (select e.id from webhook_events e join v on e.id = v.id
     where $6::boolean and e.state = v.state and e.attempt_count = v.round and e.lease_owner is null
@@ -121,22 +114,43 @@ const INSERT_FINISHED = `with e as (insert into webhook_events
     "startTime" timestamptz, "finishTime" timestamptz, "statusCode" integer, error text, "durationMs" integer,
     "responseBody" text, "responseTruncated" boolean)`;
 
+/** "No earlier event of its key is pending", for an event `t` of the claim. */
+const HEAD_OF_KEY = `(t.ordering_key is null or not exists (
+        select 1 from webhook_events earlier
+        where earlier.project_id = t.project_id and earlier.ordering_key = t.ordering_key
+          and earlier.state = 'PENDING' and earlier.seq < t.seq))`;
+
 /**
  * `claim` as one fixed text (see FINISH_ROUNDS): $1 owner, $2 now, $3 the
  * lease's expiry, $4 the limit. Timestamps are read as epoch milliseconds
  * (exact: millisecond precision), the URIs as a JSON array.
+ *
+ * Two scans, each of its own partial index (migration 0012): `ready`, the
+ * pending events no worker holds, read in the claim's order from
+ * webhook_events_due_idx until the limit is found, and `expired`, the
+ * pending events whose lease ran out (their worker died), from
+ * webhook_events_leased_idx. Events in flight (leased, lease running) are in
+ * neither, so a claim no longer walks past them. A lease sets lease_owner
+ * and lease_expire_time together and a finish clears both, so "no lease or
+ * an expired one" is exactly what the single scan it replaces took.
  */
-const CLAIM = `with due as (
-    select id from webhook_events t
-    where state = 'PENDING' and next_attempt_time <= $2::timestamptz
-      and (lease_expire_time is null or lease_expire_time <= $2::timestamptz)
-      and (ordering_key is null or not exists (
-        select 1 from webhook_events earlier
-        where earlier.project_id = t.project_id and earlier.ordering_key = t.ordering_key
-          and earlier.state = 'PENDING' and earlier.seq < t.seq))
+const CLAIM = `with ready as (
+    select id, next_attempt_time, seq from webhook_events t
+    where state = 'PENDING' and lease_owner is null and next_attempt_time <= $2::timestamptz
+      and ${HEAD_OF_KEY}
     order by next_attempt_time asc, seq asc
     limit $4
     for update of t skip locked),
+  expired as (
+    select id, next_attempt_time, seq from webhook_events t
+    where state = 'PENDING' and lease_owner is not null and lease_expire_time <= $2::timestamptz
+      and next_attempt_time <= $2::timestamptz and ${HEAD_OF_KEY}
+    order by next_attempt_time asc, seq asc
+    limit $4
+    for update of t skip locked),
+  due as (select id from (select * from ready union all select * from expired) d
+    order by next_attempt_time asc, seq asc
+    limit $4),
   claimed as (update webhook_events set lease_owner = $1, lease_expire_time = $3::timestamptz
     where id in (select id from due) returning *)
   ${CLAIMED_COLUMNS}
@@ -224,61 +238,13 @@ export class WebhookEventsRepository {
    * the lease keeps them off once the claim committed.
    */
   async claim(owner: string, now: Date, leaseExpireTime: Date, limit: number): Promise<ClaimedEvent[]> {
-    const client = directClientOf(this.db);
-    if (client !== undefined) {
-      const rows = await directRows(client, CLAIM, [
-        owner,
-        now.toISOString(),
-        leaseExpireTime.toISOString(),
-        limit,
-      ]);
-      return rows.map(claimedOf);
-    }
-    const earlier = alias(t, "earlier");
-    const due = this.db
-      .select({ id: t.id })
-      .from(t)
-      .where(
-        and(
-          eq(t.state, "PENDING"),
-          lte(t.nextAttemptTime, now),
-          or(isNull(t.leaseExpireTime), lte(t.leaseExpireTime, now)),
-          or(
-            isNull(t.orderingKey),
-            notExists(
-              this.db
-                .select({ one: sql`1` })
-                .from(earlier)
-                .where(
-                  and(
-                    eq(earlier.projectId, t.projectId),
-                    eq(earlier.orderingKey, t.orderingKey),
-                    eq(earlier.state, "PENDING"),
-                    sql`${earlier.seq} < ${t.seq}`,
-                  ),
-                ),
-            ),
-          ),
-        ),
-      )
-      .orderBy(asc(t.nextAttemptTime), asc(t.seq))
-      .limit(limit)
-      .for("update", { of: t, skipLocked: true });
-    // One statement: the claim and the signing keys of the claimed events' projects.
-    const claimed = this.db
-      .$with("claimed")
-      .as(
-        this.db.update(t).set({ leaseOwner: owner, leaseExpireTime }).where(inArray(t.id, due)).returning(),
-      );
-    const event = Object.fromEntries(
-      Object.keys(getTableColumns(t)).map((k) => [k, claimed[k as keyof typeof claimed]]),
-    ) as unknown as typeof t._.columns;
-    const rows = await this.db
-      .with(claimed)
-      .select({ event, signingKey: projects.signingKey })
-      .from(claimed)
-      .innerJoin(projects, eq(projects.id, claimed.projectId));
-    return (rows as ClaimedEvent[]).sort((a, b) => a.event.seq - b.event.seq);
+    const rows = await fixedRows(this.db, CLAIM, [
+      owner,
+      now.toISOString(),
+      leaseExpireTime.toISOString(),
+      limit,
+    ]);
+    return rows.map(claimedOf);
   }
 
   /**

@@ -5,6 +5,8 @@
  * keep-alive pings answered, and connections kept by peer address so that
  * responses and later requests reuse them (§18.2.2, §18.1.1). A port that
  * cannot be bound fails `listen` with a SipBindError naming the address.
+ * An optional tap sees every message that crosses the wire, both ways, with
+ * its real addresses and time (a capture: nothing may be changed through it).
  * The transport knows nothing of SIP beyond framing.
  */
 import dgram from "node:dgram";
@@ -19,6 +21,25 @@ export interface Peer {
   transport: TransportName;
   address: string;
   port: number;
+}
+
+/** An address and port one side of a message used. */
+export interface WireAddress {
+  address: string;
+  port: number;
+}
+
+/** One message as it crossed the wire, for the capture tap. */
+export interface WireMessage {
+  direction: "received" | "sent";
+  transport: TransportName;
+  /** The sender: the peer for a received message, this transport's socket for a sent one. */
+  source: WireAddress;
+  destination: WireAddress;
+  /** When it was received, or handed to the socket. */
+  time: Date;
+  /** The whole message (a datagram, or one framed stream message); not to be modified. */
+  data: Buffer;
 }
 
 export interface TransportHandler {
@@ -43,6 +64,15 @@ export interface TransportOptions {
   idleTimeoutMs?: number | undefined;
   /** Stream connections accepted at once per listener (default 10,000); more are refused. */
   maxConnections?: number | undefined;
+  /**
+   * Sees every message received and sent (not keep-alives), synchronously,
+   * so it must be cheap; it may keep the message's buffer (the transport
+   * never reuses one) but not change it. What it throws is ignored. A sent stream message on a new connection is
+   * seen once the connection is up (before that its local port is unknown).
+   */
+  tap?: ((message: WireMessage) => void) | undefined;
+  /** The time given to the tap (default the system clock). */
+  now?: (() => Date) | undefined;
 }
 
 /** A listener could not be bound. */
@@ -59,12 +89,18 @@ export class SipBindError extends Error {
   }
 }
 
+function localOf(socket: net.Socket): WireAddress | undefined {
+  const { localAddress: address, localPort: port } = socket;
+  return address === undefined || port === undefined ? undefined : { address, port };
+}
+
 function key(peer: Peer): string {
   return `${peer.transport}|${peer.address}|${peer.port}`;
 }
 
 export class SipTransport {
   private udp: dgram.Socket | undefined;
+  private udpLocal: WireAddress = { address: "", port: 0 };
   private readonly servers = new Map<TransportName, net.Server>();
   private readonly connections = new Map<string, net.Socket>();
   private closed = false;
@@ -90,6 +126,35 @@ export class SipTransport {
     return t;
   }
 
+  /** Hands a message to the tap, if any; the tap cannot disturb the transport. */
+  private tap(
+    direction: WireMessage["direction"],
+    transport: TransportName,
+    source: WireAddress,
+    destination: WireAddress,
+    data: Buffer,
+    time?: Date,
+  ): void {
+    const tap = this.options.tap;
+    if (tap === undefined) return;
+    try {
+      tap({
+        direction,
+        transport,
+        source: { address: source.address, port: source.port },
+        destination: { address: destination.address, port: destination.port },
+        time: time ?? this.now(),
+        data,
+      });
+    } catch {
+      // A capture never breaks signalling.
+    }
+  }
+
+  private now(): Date {
+    return this.options.now?.() ?? new Date();
+  }
+
   /** The bound address and port of a transport, undefined when it is not listening. */
   local(transport: TransportName): { address: string; port: number } | undefined {
     const a = transport === "UDP" ? this.udp?.address() : this.servers.get(transport)?.address();
@@ -105,7 +170,10 @@ export class SipTransport {
       socket.bind(port, this.options.address, () => {
         socket.removeAllListeners("error");
         socket.on("error", () => {}); // ICMP errors and the like: nothing to do for a datagram socket.
+        const { address, port: boundPort } = socket.address();
+        this.udpLocal = { address, port: boundPort };
         socket.on("message", (data, rinfo) => {
+          this.tap("received", "UDP", rinfo, this.udpLocal, data);
           this.handler.message(data, { transport: "UDP", address: rinfo.address, port: rinfo.port });
         });
         this.udp = socket;
@@ -144,8 +212,11 @@ export class SipTransport {
     socket.on("data", (chunk: Buffer) => {
       for (const event of framer.push(chunk)) {
         if (event.type === "ping") socket.write("\r\n");
-        else if (event.type === "message") this.handler.message(event.data, peer);
-        else {
+        else if (event.type === "message") {
+          const local = localOf(socket);
+          if (local !== undefined) this.tap("received", peer.transport, peer, local, event.data);
+          this.handler.message(event.data, peer);
+        } else {
           this.handler.streamError(event.status, event.reason, event.head, peer);
           socket.end();
         }
@@ -173,12 +244,16 @@ export class SipTransport {
 
   private sendOrThrow(peer: Peer, data: Buffer): void {
     if (peer.transport === "UDP") {
-      this.udp?.send(data, peer.port, peer.address, () => {});
+      if (this.udp === undefined) return;
+      this.udp.send(data, peer.port, peer.address, () => {});
+      this.tap("sent", "UDP", this.udpLocal, peer, data);
       return;
     }
     const existing = this.connections.get(key(peer));
     if (existing !== undefined && !existing.destroyed) {
       existing.write(data);
+      const local = localOf(existing);
+      if (local !== undefined) this.tap("sent", peer.transport, local, peer, data);
       return;
     }
     const socket =
@@ -187,6 +262,13 @@ export class SipTransport {
         : net.connect({ host: peer.address, port: peer.port });
     this.adopt(socket, peer);
     socket.write(data);
+    if (this.options.tap !== undefined) {
+      const time = this.now();
+      socket.once(peer.transport === "TLS" ? "secureConnect" : "connect", () => {
+        const local = localOf(socket);
+        if (local !== undefined) this.tap("sent", peer.transport, local, peer, data, time);
+      });
+    }
   }
 
   /** Whether a stream connection to (or from) this peer is open. */

@@ -1,10 +1,13 @@
 /**
  * The operator's API keys: the list, and creating one bound to a project
- * with a role; the secret is shown once (copy, download).
+ * with a role; the secret is shown once (copy, download); disabling,
+ * enabling and deleting one.
  */
 import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
 import { useState } from "react";
 import { ApiKeys } from "../../../gen/switchboard/admin/v1/api_keys_pb.js";
+import { ConfirmButton } from "../kit/confirm-button.js";
+import { ErrorBanner } from "../kit/errors.js";
 import { TextField } from "../kit/fields.js";
 import { FormCard } from "../kit/form-card.js";
 import { lastSegment, time } from "../kit/format.js";
@@ -26,6 +29,8 @@ export default function ApiKeysPage() {
       await refresh();
     },
   });
+  const update = useMutation(ApiKeys.method.updateApiKey, { onSuccess: refresh });
+  const remove = useMutation(ApiKeys.method.deleteApiKey, { onSuccess: refresh });
   const submit = () => create.mutate({ apiKey: { displayName, bindings: binding.bindings } });
   const rows = pagedRows(list, (p) => p.apiKeys);
   return (
@@ -60,6 +65,7 @@ export default function ApiKeysPage() {
       <ListTable
         list={list}
         errorTitle="Could not list API keys"
+        notices={<ErrorBanner error={update.error ?? remove.error} title="Could not change the key" />}
         caption="API keys"
         rows={rows}
         rowKey={(k) => k.name}
@@ -71,6 +77,32 @@ export default function ApiKeysPage() {
           { header: "Bindings", cell: (k) => bindingsText(k.bindings) },
           { header: "State", cell: (k) => (k.disabled ? "Disabled" : "Enabled") },
           { header: "Created", cell: (k) => time(k.createTime) },
+          {
+            header: "Actions",
+            cell: (k) => (
+              <span className="actions">
+                <button
+                  type="button"
+                  disabled={update.isPending}
+                  aria-label={`${k.disabled ? "Enable" : "Disable"} ${lastSegment(k.name)}`}
+                  onClick={() =>
+                    update.mutate({
+                      apiKey: { name: k.name, disabled: !k.disabled },
+                      updateMask: { paths: ["disabled"] },
+                    })
+                  }
+                >
+                  {k.disabled ? "Enable" : "Disable"}
+                </button>
+                <ConfirmButton
+                  label="Delete"
+                  target={lastSegment(k.name)}
+                  pending={remove.isPending}
+                  onConfirm={() => remove.mutate({ name: k.name })}
+                />
+              </span>
+            ),
+          },
         ]}
       />
     </Page>

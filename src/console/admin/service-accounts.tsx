@@ -1,11 +1,12 @@
 /**
  * The operator's service accounts: the list, creating one bound to a
  * project with a role, and a key for one — its key file (for the SDKs) shown
- * once, with copy and download.
+ * once, with copy and download; disabling, enabling and deleting one.
  */
 import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
 import { useState } from "react";
 import { ServiceAccounts } from "../../../gen/switchboard/admin/v1/service_accounts_pb.js";
+import { ConfirmButton } from "../kit/confirm-button.js";
 import { ErrorBanner } from "../kit/errors.js";
 import { TextField } from "../kit/fields.js";
 import { FormCard } from "../kit/form-card.js";
@@ -37,6 +38,8 @@ export default function ServiceAccountsPage() {
   const createKey = useMutation(ServiceAccounts.method.createServiceAccountKey, {
     onSuccess: (res, input) => setKeyFile({ account: lastSegment(input.parent ?? ""), file: res.keyFile }),
   });
+  const update = useMutation(ServiceAccounts.method.updateServiceAccount, { onSuccess: refresh });
+  const remove = useMutation(ServiceAccounts.method.deleteServiceAccount, { onSuccess: refresh });
   const idInvalid = accountId !== "" && !ACCOUNT_ID.test(accountId);
   const submit = () =>
     create.mutate({ serviceAccountId: accountId, serviceAccount: { bindings: binding.bindings } });
@@ -74,6 +77,7 @@ export default function ServiceAccountsPage() {
         />
       )}
       <ErrorBanner error={createKey.error} title="Could not create a key" />
+      <ErrorBanner error={update.error ?? remove.error} title="Could not change the service account" />
       <ListTable
         list={list}
         errorTitle="Could not list service accounts"
@@ -85,18 +89,40 @@ export default function ServiceAccountsPage() {
           { header: "Account", cell: (a) => <code>{lastSegment(a.name)}</code> },
           { header: "Email", cell: (a) => a.email },
           { header: "Bindings", cell: (a) => bindingsText(a.bindings) },
+          { header: "State", cell: (a) => (a.disabled ? "Disabled" : "Enabled") },
           { header: "Created", cell: (a) => time(a.createTime) },
           {
             header: "Actions",
             cell: (a) => (
-              <button
-                type="button"
-                disabled={createKey.isPending}
-                onClick={() => createKey.mutate({ parent: a.name })}
-                aria-label={`Create a key for ${lastSegment(a.name)}`}
-              >
-                Create key
-              </button>
+              <span className="actions">
+                <button
+                  type="button"
+                  disabled={createKey.isPending}
+                  onClick={() => createKey.mutate({ parent: a.name })}
+                  aria-label={`Create a key for ${lastSegment(a.name)}`}
+                >
+                  Create a key
+                </button>
+                <button
+                  type="button"
+                  disabled={update.isPending}
+                  aria-label={`${a.disabled ? "Enable" : "Disable"} ${lastSegment(a.name)}`}
+                  onClick={() =>
+                    update.mutate({
+                      serviceAccount: { name: a.name, disabled: !a.disabled },
+                      updateMask: { paths: ["disabled"] },
+                    })
+                  }
+                >
+                  {a.disabled ? "Enable" : "Disable"}
+                </button>
+                <ConfirmButton
+                  label="Delete"
+                  target={lastSegment(a.name)}
+                  pending={remove.isPending}
+                  onConfirm={() => remove.mutate({ name: a.name })}
+                />
+              </span>
             ),
           },
         ]}

@@ -2,16 +2,19 @@
  * One call: its timeline (every state with its time), refreshed until it
  * ends; the call-control requests and state updates sent for it (from the
  * webhook inspector); its child calls; its recordings with an audio
- * player; and their transcriptions beside them.
+ * player and a waveform, their transcriptions beside them (deleting a
+ * recording, when the credential may); and for a SIP call its SIP
+ * dialogue as a ladder (sip-ladder.tsx).
  */
-import { useInfiniteQuery, useQuery } from "@connectrpc/connect-query";
-import { useState } from "react";
+import { useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
+import { useEffect, useState } from "react";
 import {
   type Call,
   Calls,
   Call_CreateMethod as CreateMethod,
   Call_Direction as Direction,
   Call_State as State,
+  Call_Transport as Transport,
 } from "../../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import {
   Recording_State as RecordingState,
@@ -19,6 +22,7 @@ import {
   RecordingView,
 } from "../../../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import {
+  type Transcription,
   Transcription_State as TranscriptionState,
   Transcriptions,
   TranscriptionView,
@@ -26,13 +30,17 @@ import {
 import { WebhookDelivery_State as DeliveryState } from "../../../gen/switchboard/admin/v1/webhooks_pb.js";
 import { WebhookDeliveries } from "../../../gen/switchboard/webhooks/v1/webhook_deliveries_pb.js";
 import { useSession } from "../app.js";
+import { useCan } from "../kit/can.js";
+import { ConfirmButton } from "../kit/confirm-button.js";
 import { EmptyState } from "../kit/empty.js";
 import { ErrorBanner } from "../kit/errors.js";
 import { duration, enumName, lastSegment, millis, time } from "../kit/format.js";
 import { PAGED, pagedRows } from "../kit/list.js";
 import { Page } from "../kit/page.js";
+import { useRefresh } from "../kit/refresh.js";
 import { Table } from "../kit/table.js";
 import { href } from "../router.js";
+import { SipDialogue } from "./sip-ladder.js";
 import { isFinal, POLL_MS } from "./states.js";
 import { Waveform } from "./waveform.js";
 
@@ -65,8 +73,8 @@ export default function CallPage({ id }: { id: string }) {
         <>
           <Summary call={call.data} />
           <Timeline call={call.data} />
+          {call.data.transport === Transport.SIP && <SipDialogue call={name} live={!ended} />}
           <Recordings_ name={name} live={!ended} />
-          <Transcriptions_ name={name} live={!ended} />
           <ControlRequests name={name} live={!ended} />
           <ChildCalls name={name} live={!ended} />
         </>
@@ -84,6 +92,8 @@ function Summary({ call }: { call: Call }) {
           {enumName(State, call.state)}
         </span>
       </dd>
+      <dt>Transport</dt>
+      <dd>{enumName(Transport, call.transport)}</dd>
       <dt>Direction</dt>
       <dd>{enumName(Direction, call.direction)}</dd>
       <dt>From</dt>
@@ -140,6 +150,11 @@ function Timeline({ call }: { call: Call }) {
   );
 }
 
+/**
+ * The call's recordings, each with its player and waveform and, beside
+ * them, its transcriptions (refreshed while the call or a recording or
+ * transcription is still pending).
+ */
 function Recordings_({ name, live }: { name: string; live: boolean }) {
   const list = useQuery(
     Recordings.method.listRecordings,
@@ -151,11 +166,37 @@ function Recordings_({ name, live }: { name: string; live: boolean }) {
           : false,
     },
   );
+  const transcripts = useQuery(
+    Transcriptions.method.listTranscriptions,
+    { parent: name, pageSize: 50, view: TranscriptionView.FULL },
+    {
+      refetchInterval: (q) =>
+        live ||
+        list.data?.recordings.some((r) => r.state === RecordingState.PENDING) === true ||
+        q.state.data?.transcriptions.some((t) => t.state === TranscriptionState.PENDING) === true
+          ? POLL_MS
+          : false,
+    },
+  );
+  // The probe names no recording (an empty id fails validation after authorization).
+  const canDelete = useCan(Recordings.method.deleteRecording, { name: `${name}/recordings/` });
+  const refresh = useRefresh(Recordings);
+  const remove = useMutation(Recordings.method.deleteRecording, { onSuccess: refresh });
   const rows = list.data?.recordings ?? [];
+  const texts = transcripts.data?.transcriptions ?? [];
+  // A recording's transcription is written in the transaction that ends the
+  // recording: read them again whenever a recording's state changes.
+  const states = rows.map((r) => r.state).join();
+  const refetchTranscripts = transcripts.refetch;
+  useEffect(() => {
+    if (states !== "") void refetchTranscripts();
+  }, [states, refetchTranscripts]);
   return (
     <section aria-labelledby="recordings-title">
       <h2 id="recordings-title">Recordings</h2>
       <ErrorBanner error={list.error} title="Could not list recordings" />
+      <ErrorBanner error={transcripts.error} title="Could not list transcriptions" />
+      <ErrorBanner error={remove.error} title="Could not delete the recording" />
       {rows.length === 0 ? (
         <EmptyState title="No recordings">
           A call records when asked to (Record, RecordCall, or the recording option).
@@ -163,17 +204,60 @@ function Recordings_({ name, live }: { name: string; live: boolean }) {
       ) : (
         <ul className="recordings">
           {rows.map((r) => (
-            <li key={r.name}>
-              <p>
-                <code>{lastSegment(r.name)}</code> · {enumName(RecordingState, r.state)} ·{" "}
-                {duration(r.duration)}
-              </p>
-              {r.audio[0] !== undefined && r.audio[0].uri !== "" && (
-                <Player uri={r.audio[0].uri} name={r.name} />
-              )}
+            <li key={r.name} className="recording">
+              <div>
+                <p>
+                  <code>{lastSegment(r.name)}</code> · {enumName(RecordingState, r.state)} ·{" "}
+                  {duration(r.duration)}
+                </p>
+                {r.audio[0] !== undefined && r.audio[0].uri !== "" && (
+                  <Player uri={r.audio[0].uri} name={r.name} />
+                )}
+                {canDelete === true && r.state !== RecordingState.PENDING && (
+                  <ConfirmButton
+                    label="Delete"
+                    target={`recording ${lastSegment(r.name)}`}
+                    pending={remove.isPending}
+                    onConfirm={() => remove.mutate({ name: r.name })}
+                  />
+                )}
+              </div>
+              <Transcript recording={r.name} transcriptions={texts.filter((t) => t.recording === r.name)} />
             </li>
           ))}
         </ul>
+      )}
+    </section>
+  );
+}
+
+/** A recording's transcriptions, beside its player. */
+function Transcript({ recording, transcriptions }: { recording: string; transcriptions: Transcription[] }) {
+  return (
+    <section className="transcript" aria-label={`Transcription of recording ${lastSegment(recording)}`}>
+      <h3>Transcription</h3>
+      {transcriptions.length === 0 ? (
+        <p className="muted">Not transcribed (ask for it with the recording's transcribe option).</p>
+      ) : (
+        transcriptions.map((t) => (
+          <div key={t.name}>
+            <p className="muted">
+              <code>{lastSegment(t.name)}</code> · {enumName(TranscriptionState, t.state)}
+            </p>
+            {t.utterances.length === 0 && t.state !== TranscriptionState.PENDING ? (
+              <p className="muted">No speech recognised.</p>
+            ) : (
+              <ul>
+                {t.utterances.map((u, i) => (
+                  // biome-ignore lint/suspicious/noArrayIndexKey: utterances have no id and never reorder
+                  <li key={i}>
+                    <span className="muted">{duration(u.offset)}</span> {u.text}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </div>
+        ))
       )}
     </section>
   );
@@ -191,42 +275,6 @@ function Player({ uri, name }: { uri: string; name: string }) {
       <audio controls preload="metadata" src={src} aria-label={`Recording ${lastSegment(name)}`} />
       <Waveform src={src} label={`Waveform of recording ${lastSegment(name)}`} />
     </>
-  );
-}
-
-function Transcriptions_({ name, live }: { name: string; live: boolean }) {
-  const list = useQuery(
-    Transcriptions.method.listTranscriptions,
-    { parent: name, pageSize: 50, view: TranscriptionView.FULL },
-    {
-      refetchInterval: (q) =>
-        live || q.state.data?.transcriptions.some((t) => t.state === TranscriptionState.PENDING) === true
-          ? POLL_MS
-          : false,
-    },
-  );
-  const rows = list.data?.transcriptions ?? [];
-  if (rows.length === 0 && list.error === null) return null;
-  return (
-    <section aria-labelledby="transcriptions-title">
-      <h2 id="transcriptions-title">Transcriptions</h2>
-      <ErrorBanner error={list.error} title="Could not list transcriptions" />
-      {rows.map((t) => (
-        <div key={t.name} className="card">
-          <p>
-            Of <code>{lastSegment(t.recording)}</code> · {enumName(TranscriptionState, t.state)}
-          </p>
-          <ul>
-            {t.utterances.map((u, i) => (
-              // biome-ignore lint/suspicious/noArrayIndexKey: utterances have no id and never reorder
-              <li key={i}>
-                <span className="muted">{duration(u.offset)}</span> {u.text}
-              </li>
-            ))}
-          </ul>
-        </div>
-      ))}
-    </section>
   );
 }
 

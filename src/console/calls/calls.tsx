@@ -4,7 +4,10 @@
  */
 import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
 import { useState } from "react";
-import { CallRecordingConfig_CallRecordingTrigger as Trigger } from "../../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
+import {
+  TranscribeOption,
+  CallRecordingConfig_CallRecordingTrigger as Trigger,
+} from "../../../gen/enfonica/voice/v1beta1/call_recording_config_pb.js";
 import {
   Calls,
   Call_Direction as Direction,
@@ -84,6 +87,7 @@ function CreateCall() {
   const [handlers, setHandlers] = useState("");
   const [stateUpdateUri, setStateUpdateUri] = useState("");
   const [record, setRecord] = useState(false);
+  const [transcribe, setTranscribe] = useState(false);
   const create = useMutation(Calls.method.createCall, { onSuccess: refresh });
   const submit = () =>
     create.mutate({
@@ -94,7 +98,14 @@ function CreateCall() {
         options: {
           handlerUris: parseLines(handlers),
           stateUpdateUri: stateUpdateUri.trim(),
-          ...(record ? { recording: { trigger: Trigger.ANSWER } } : {}),
+          ...(record
+            ? {
+                recording: {
+                  trigger: Trigger.ANSWER,
+                  ...(transcribe ? { transcribe: TranscribeOption.DEFAULT } : {}),
+                },
+              }
+            : {}),
         },
       },
     });
@@ -158,6 +169,17 @@ function CreateCall() {
         />
         <label htmlFor="call-record">Record the call from its answer</label>
       </div>
+      {record && (
+        <div className="check">
+          <input
+            id="call-transcribe"
+            type="checkbox"
+            checked={transcribe}
+            onChange={(e) => setTranscribe(e.target.checked)}
+          />
+          <label htmlFor="call-transcribe">Transcribe the recording</label>
+        </div>
+      )}
     </FormCard>
   );
 }

@@ -1,6 +1,7 @@
 /**
  * The operator's carrier simulator: routes (how a called number answers),
- * and playing the network — an incoming call or message to a number.
+ * and playing the network — an incoming call (to a number, or to a SIP
+ * domain from a source address) or message to a number.
  */
 import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
 import { useState } from "react";
@@ -9,13 +10,15 @@ import {
   SimulatorRoute_Outcome as Outcome,
   SimulatorAdmin,
 } from "../../../gen/switchboard/admin/v1/simulator_pb.js";
+import { useSession } from "../app.js";
 import { ErrorBanner } from "../kit/errors.js";
 import { EnumSelect, TextAreaField, TextField } from "../kit/fields.js";
 import { FormCard } from "../kit/form-card.js";
-import { enumName, time } from "../kit/format.js";
+import { enumName, lastSegment, time } from "../kit/format.js";
 import { ListTable, PAGED, pagedRows } from "../kit/list.js";
 import { Page } from "../kit/page.js";
 import { useRefresh } from "../kit/refresh.js";
+import { href } from "../router.js";
 
 const OUTCOMES = [Outcome.ANSWER, Outcome.BUSY, Outcome.REJECT, Outcome.NO_ANSWER, Outcome.FAIL];
 const PREFIX = /^(\+[0-9]{0,15})?$/;
@@ -150,20 +153,42 @@ function EndsFields({
   );
 }
 
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
 function InjectCall() {
+  const { session } = useSession();
   const ends = useEnds();
+  const [isPrivate, setIsPrivate] = useState(false);
+  const [sip, setSip] = useState(false);
+  const [sipDomain, setSipDomain] = useState("");
+  const [sourceIp, setSourceIp] = useState("");
+  const [user, setUser] = useState("");
+  const ipBad = sourceIp !== "" && !IPV4.test(sourceIp.trim());
   const inject = useMutation(SimulatorAdmin.method.injectIncomingCall);
+  const submit = () =>
+    inject.mutate({
+      ...ends.ends,
+      isPrivate,
+      ...(sip ? { sipDomain: sipDomain.trim(), sourceIp: sourceIp.trim(), user: user.trim() } : {}),
+    });
+  const call = inject.data?.call ?? "";
   return (
     <FormCard
       label="Inject an incoming call"
       heading="An incoming call"
-      onSubmit={() => inject.mutate(ends.ends)}
+      onSubmit={submit}
       submit="Ring the number"
-      disabled={inject.isPending}
+      disabled={inject.isPending || (sip && ipBad)}
       status={
         inject.isSuccess && (
           <p role="status">
-            Call <code>{inject.data.call}</code> started.
+            Call{" "}
+            {session.project !== "" && call.startsWith(`${session.project}/`) ? (
+              <a href={href("call", lastSegment(call))}>{call}</a>
+            ) : (
+              <code>{call}</code>
+            )}{" "}
+            started.
           </p>
         )
       }
@@ -171,6 +196,51 @@ function InjectCall() {
       errorTitle="Could not inject the call"
     >
       <EndsFields idPrefix="inject-call" ends={ends} fromRequired={false} />
+      <div className="row">
+        <div className="check">
+          <input
+            id="inject-call-private"
+            type="checkbox"
+            checked={isPrivate}
+            onChange={(e) => setIsPrivate(e.target.checked)}
+          />
+          <label htmlFor="inject-call-private">Withhold the caller's number</label>
+        </div>
+        <div className="check">
+          <input
+            id="inject-call-sip"
+            type="checkbox"
+            checked={sip}
+            onChange={(e) => setSip(e.target.checked)}
+          />
+          <label htmlFor="inject-call-sip">A call to a SIP domain (To is then the called user)</label>
+        </div>
+      </div>
+      {sip && (
+        <div className="row">
+          <TextField
+            label="SIP domain (FQDN)"
+            id="inject-call-domain"
+            hint="Empty: matched by the source address among domain-optional domains."
+            value={sipDomain}
+            onChange={setSipDomain}
+          />
+          <TextField
+            label="Source IPv4 address"
+            id="inject-call-source"
+            invalid={ipBad && "An IPv4 address, e.g. 203.0.113.10."}
+            inputMode="decimal"
+            value={sourceIp}
+            onChange={setSourceIp}
+          />
+          <TextField
+            label="Authenticated as user (optional)"
+            id="inject-call-user"
+            value={user}
+            onChange={setUser}
+          />
+        </div>
+      )}
     </FormCard>
   );
 }

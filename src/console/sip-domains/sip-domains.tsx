@@ -1,11 +1,14 @@
 /**
- * A project's SIP domains: the list (deleted ones too), creating and
- * editing one — its termination mode, handler URIs and CIDR blocks, the
- * blocks checked as they are typed — and deleting one.
+ * A project's SIP domains: the list (deleted ones too), creating one (of
+ * either type) and editing one — its termination mode, handler URIs,
+ * REGISTER and CIDR blocks, the blocks checked as they are typed — and
+ * deleting one. A domain's own page (sip-domain.tsx) has its users and
+ * verification.
  */
 import { useInfiniteQuery, useMutation } from "@connectrpc/connect-query";
 import { type FormEvent, useId, useState } from "react";
 import {
+  SipDomain_DomainType as DomainType,
   SipDomain_TerminationMode as Mode,
   type SipDomain,
   SipDomains,
@@ -19,10 +22,17 @@ import { ListTable, PAGED, pagedRows } from "../kit/list.js";
 import { parseLines } from "../kit/lists.js";
 import { Page } from "../kit/page.js";
 import { useRefresh } from "../kit/refresh.js";
+import { href } from "../router.js";
 import { parseCidrLines } from "./cidr.js";
 
 const MODES = [Mode.TERMINATION_MODE_DISABLED, Mode.PSTN_TRUNK, Mode.PROGRAMMABLE];
 const DOMAIN_ID = /^[a-z0-9][a-z0-9-]{0,28}[a-z0-9]$/;
+const TYPES = [DomainType.STANDARD, DomainType.COLLAB_DIRECT_ROUTING];
+
+/** Whether users may change the domain's CIDR blocks (not for domain-optional or collaboration domains). */
+function blocksEditable(domain: SipDomain | undefined): boolean {
+  return domain === undefined || (!domain.domainOptional && domain.type !== DomainType.COLLAB_DIRECT_ROUTING);
+}
 
 export default function SipDomainsPage() {
   const { session } = useSession();
@@ -30,6 +40,7 @@ export default function SipDomainsPage() {
   const refresh = useRefresh(SipDomains);
   const [showDeleted, setShowDeleted] = useState(false);
   const [editing, setEditing] = useState<string | undefined>(undefined);
+  const [confirming, setConfirming] = useState<string | undefined>(undefined);
   const list = useInfiniteQuery(
     SipDomains.method.listSipDomains,
     { parent: session.project, pageSize: 50, pageToken: "", showDeleted },
@@ -59,8 +70,22 @@ export default function SipDomainsPage() {
         rowKey={(d) => d.name}
         empty="No SIP domains yet."
         columns={[
-          { header: "Domain", cell: (d) => <code>{d.fqdn || lastSegment(d.name)}</code> },
+          {
+            header: "Domain",
+            cell: (d) => (
+              <a href={href("sip-domains", lastSegment(d.name))}>
+                <code>{d.fqdn || lastSegment(d.name)}</code>
+              </a>
+            ),
+          },
           { header: "Name", cell: (d) => d.displayName },
+          {
+            header: "Type",
+            cell: (d) =>
+              d.type === DomainType.COLLAB_DIRECT_ROUTING
+                ? `Collaboration (${d.collabDirectRoutingStatus?.verified === true ? "verified" : "not verified"})`
+                : "Standard",
+          },
           { header: "Termination", cell: (d) => enumName(Mode, d.callTerminationMode) },
           { header: "Handlers", cell: (d) => d.callTerminationHandlerUris.join(" ") },
           { header: "CIDR blocks", cell: (d) => d.cidrBlocks.map((b) => b.cidrBlock).join(" ") },
@@ -78,13 +103,24 @@ export default function SipDomainsPage() {
                   >
                     Edit
                   </button>
-                  <button
-                    type="button"
-                    onClick={() => remove.mutate({ name: d.name })}
-                    aria-label={`Delete ${lastSegment(d.name)}`}
-                  >
-                    Delete
-                  </button>
+                  {confirming === d.name ? (
+                    <button
+                      type="button"
+                      className="danger"
+                      disabled={remove.isPending}
+                      onClick={() => remove.mutate({ name: d.name })}
+                    >
+                      Confirm deleting {lastSegment(d.name)}
+                    </button>
+                  ) : (
+                    <button
+                      type="button"
+                      onClick={() => setConfirming(d.name)}
+                      aria-label={`Delete ${lastSegment(d.name)}`}
+                    >
+                      Delete
+                    </button>
+                  )}
                 </span>
               ) : null,
           },
@@ -106,7 +142,14 @@ function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => voi
   const [mode, setMode] = useState<Mode>(domain?.callTerminationMode ?? Mode.PROGRAMMABLE);
   const [handlers, setHandlers] = useState(domain?.callTerminationHandlerUris.join("\n") ?? "");
   const [cidrs, setCidrs] = useState(domain?.cidrBlocks.map((b) => b.cidrBlock).join("\n") ?? "");
-  const parsed = parseCidrLines(cidrs);
+  const [allowRegister, setAllowRegister] = useState(domain?.allowRegister ?? false);
+  const [type, setType] = useState<DomainType>(domain?.type ?? DomainType.STANDARD);
+  const [channelLimit, setChannelLimit] = useState(String(domain?.channelLimit || 1));
+  const collab = type === DomainType.COLLAB_DIRECT_ROUTING;
+  const editableBlocks = blocksEditable(domain) && !collab;
+  const limit = Number(channelLimit);
+  const limitInvalid = collab && (!Number.isInteger(limit) || limit < 1 || limit > 100);
+  const parsed = editableBlocks ? parseCidrLines(cidrs) : { blocks: [], problems: [] };
   const idInvalid = domain === undefined && domainId !== "" && !DOMAIN_ID.test(domainId);
   const done = async () => {
     await refresh();
@@ -115,6 +158,7 @@ function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => voi
       setDisplayName("");
       setHandlers("");
       setCidrs("");
+      setAllowRegister(false);
     }
     onDone?.();
   };
@@ -124,18 +168,27 @@ function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => voi
     displayName,
     callTerminationMode: mode,
     callTerminationHandlerUris: parseLines(handlers),
-    cidrBlocks: parsed.blocks.map((cidrBlock) => ({ cidrBlock })),
+    allowRegister,
+    ...(collab ? { channelLimit: limit } : {}),
+    ...(editableBlocks ? { cidrBlocks: parsed.blocks.map((cidrBlock) => ({ cidrBlock })) } : {}),
   };
   const submit = (e: FormEvent) => {
     e.preventDefault();
     if (parsed.problems.length > 0) return;
     if (domain === undefined)
-      create.mutate({ parent: session.project, sipDomainId: domainId, sipDomain: values });
+      create.mutate({ parent: session.project, sipDomainId: domainId, sipDomain: { ...values, type } });
     else {
       update.mutate({
         sipDomain: { ...values, name: domain.name },
         updateMask: {
-          paths: ["display_name", "call_termination_mode", "call_termination_handler_uris", "cidr_blocks"],
+          paths: [
+            "display_name",
+            "call_termination_mode",
+            "call_termination_handler_uris",
+            "allow_register",
+            ...(collab ? ["channel_limit"] : []),
+            ...(editableBlocks ? ["cidr_blocks"] : []),
+          ],
         },
       });
     }
@@ -157,6 +210,16 @@ function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => voi
           />
         )}
         <TextField label="Display name" id={`${id}-name`} value={displayName} onChange={setDisplayName} />
+        {domain === undefined && (
+          <EnumSelect
+            label="Type"
+            id={`${id}-type`}
+            enumType={DomainType}
+            options={TYPES}
+            value={type}
+            onChange={setType}
+          />
+        )}
         <EnumSelect
           label="Call termination"
           id={`${id}-mode`}
@@ -173,28 +236,61 @@ function DomainForm({ domain, onDone }: { domain?: SipDomain; onDone?: () => voi
         value={handlers}
         onChange={setHandlers}
       />
-      <TextAreaField
-        label="CIDR blocks (one per line)"
-        id={`${id}-cidrs`}
-        hint={
-          parsed.problems.length === 0 ? (
-            `${parsed.blocks.length} ${parsed.blocks.length === 1 ? "block" : "blocks"}`
-          ) : (
-            <span role="alert">{parsed.problems.join("; ")}</span>
-          )
-        }
-        rows={3}
-        value={cidrs}
-        aria-invalid={parsed.problems.length > 0}
-        aria-describedby={`${id}-cidrs-hint`}
-        onChange={setCidrs}
-      />
+      <div className="row">
+        {collab && (
+          <TextField
+            label="Channel limit"
+            id={`${id}-channels`}
+            inputMode="numeric"
+            invalid={limitInvalid && "1 to 100 simultaneous calls."}
+            value={channelLimit}
+            onChange={setChannelLimit}
+          />
+        )}
+        <div className="check">
+          <input
+            id={`${id}-register`}
+            type="checkbox"
+            checked={allowRegister}
+            onChange={(e) => setAllowRegister(e.target.checked)}
+          />
+          <label htmlFor={`${id}-register`}>Users may REGISTER</label>
+        </div>
+      </div>
+      {editableBlocks ? (
+        <TextAreaField
+          label="CIDR blocks (one per line)"
+          id={`${id}-cidrs`}
+          hint={
+            parsed.problems.length === 0 ? (
+              `${parsed.blocks.length} ${parsed.blocks.length === 1 ? "block" : "blocks"}`
+            ) : (
+              <span role="alert">{parsed.problems.join("; ")}</span>
+            )
+          }
+          rows={3}
+          value={cidrs}
+          aria-invalid={parsed.problems.length > 0}
+          aria-describedby={`${id}-cidrs-hint`}
+          onChange={setCidrs}
+        />
+      ) : (
+        <p className="muted">
+          {collab
+            ? "CIDR blocks: the platform's signalling networks, kept by the service."
+            : "CIDR blocks: read-only while the domain is domain-optional (the operator's)."}
+        </p>
+      )}
       <div className="actions">
         <button
           type="submit"
           className="primary"
           disabled={
-            pending || parsed.problems.length > 0 || idInvalid || (domain === undefined && domainId === "")
+            pending ||
+            parsed.problems.length > 0 ||
+            idInvalid ||
+            limitInvalid ||
+            (domain === undefined && domainId === "")
           }
         >
           {domain === undefined ? "Create domain" : "Save"}

@@ -1,6 +1,7 @@
 /**
  * The webhook inspector: a project's deliveries filtered by event, state,
- * host and call; a delivery's request, attempts and responses; redelivery.
+ * host and call; a delivery's request, attempts and responses; redelivery;
+ * and the project's signing key (signing-key.tsx).
  */
 import { useInfiniteQuery, useMutation, useQuery } from "@connectrpc/connect-query";
 import { useState } from "react";
@@ -16,6 +17,7 @@ import { Page } from "../kit/page.js";
 import { useRefresh } from "../kit/refresh.js";
 import { Table } from "../kit/table.js";
 import { href, useRoute } from "../router.js";
+import { SigningKey } from "./signing-key.js";
 
 const EVENTS = ["CALL", "CALL_STATE_UPDATE", "RECORDING_READY", "INCOMING_MESSAGE", "MESSAGE_STATUS_UPDATE"];
 const STATES = [DeliveryState.PENDING, DeliveryState.DELIVERED, DeliveryState.FAILED];
@@ -88,6 +90,7 @@ function Deliveries() {
           { header: "Created", cell: (d) => time(d.createTime) },
         ]}
       />
+      <SigningKey />
     </Page>
   );
 }

@@ -52,8 +52,19 @@ export const webhookEvents = pgTable(
     callId: text("call_id"),
   },
   (t) => [
-    /** The workers' scan: due pending events. */
-    index("webhook_events_due_idx").on(t.nextAttemptTime).where(sql`${t.state} = 'PENDING'`),
+    /**
+     * The workers' scan: pending events no worker holds, in the claim's
+     * order (due time, then enqueue order), so a claim reads only what it
+     * may take and stops at its limit. Leased events (in flight) are not
+     * in it: a claim no longer walks past them.
+     */
+    index("webhook_events_due_idx")
+      .on(t.nextAttemptTime, t.seq)
+      .where(sql`${t.state} = 'PENDING' and ${t.leaseOwner} is null`),
+    /** Leased pending events by lease expiry: a claim takes back those of a worker that died. */
+    index("webhook_events_leased_idx")
+      .on(t.leaseExpireTime)
+      .where(sql`${t.state} = 'PENDING' and ${t.leaseOwner} is not null`),
     /** "Is an earlier event of this key still pending?" */
     index("webhook_events_ordering_idx")
       .on(t.projectId, t.orderingKey, t.seq)

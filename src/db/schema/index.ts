@@ -8,6 +8,7 @@ export * from "./recordings.js";
 export * from "./service-accounts.js";
 export * from "./simulator.js";
 export * from "./sip.js";
+export * from "./sip-captures.js";
 export * from "./transcriptions.js";
 export * from "./voice.js";
 export * from "./voice-calls.js";

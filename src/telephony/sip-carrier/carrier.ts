@@ -77,6 +77,8 @@ export interface SipCarrierOptions {
   log: Logger;
   /** Where a `sip:` destination is reached (./outbound.ts); empty when it cannot be. */
   targetsOf(to: string): Promise<OutboundTarget[]>;
+  /** Ties a call to the Call-ID of its SIP dialogue (the edge's capture, for GetSipInfo). */
+  attach?(callId: string, sipCallId: string): void;
   /** Digest credentials for an outgoing call's 401/407; none by default. */
   credentialsFor?(request: CarrierCallRequest): Credentials | undefined;
 }
@@ -192,6 +194,7 @@ export class SipCarrier implements Carrier {
       signalling,
     );
     held.leg = leg;
+    this.options.attach?.(request.callId, sipCallId);
     leg.rang();
     if (held.cancelled) {
       this.held.delete(sipCallId);
@@ -299,6 +302,7 @@ export class SipCarrier implements Carrier {
       });
     };
     const run = async () => {
+      this.options.attach?.(request.callId, sipCallIdOf(request));
       const targets = await this.options.targetsOf(request.to);
       if (targets.length === 0) {
         timer.cancel();

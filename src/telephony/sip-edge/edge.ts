@@ -14,6 +14,9 @@
  * Scanners (friendly-scanner and kin) get no answer at all; every refusal
  * is logged with its source and counted in /metrics
  * (`switchboard_sip_refused_total`).
+ * Every message the listeners send and receive passes the capture
+ * (./capture.ts, unless SIP_CAPTURE=false): the SIP dialogues that calls
+ * claim with `capture.attach` are stored for GetSipInfo.
  */
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -30,6 +33,7 @@ import type { CallEngine } from "../../voice/calls/engine.js";
 import { IncomingCalls } from "../../voice/calls/incoming.js";
 import { SipDomainsDomain } from "../../voice/sip-domains/domain.js";
 import { VoiceStore } from "../../voice/sip-domains/repository.js";
+import { SipCaptureRepository } from "../../voice/sip-info/repository.js";
 import { Registrar } from "../../voice/sip-registrations/registrar.js";
 import { SipUsersDomain } from "../../voice/sip-users/domain.js";
 import { CarrierRouter } from "../carrier-router.js";
@@ -38,6 +42,7 @@ import { SipCarrier } from "../sip-carrier/carrier.js";
 import { inviteHandler } from "../sip-carrier/inbound.js";
 import { outboundTargets } from "../sip-carrier/outbound.js";
 import { RtpPorts } from "../sip-carrier/rtp-ports.js";
+import { SipCapture } from "./capture.js";
 import { DigestRealms } from "./digest-realms.js";
 import { registerHandler } from "./register.js";
 
@@ -60,11 +65,20 @@ const refusals = new Counter({
   registers: [registry],
 });
 
+/** The capture's side the SIP carrier uses (./capture.ts). */
+export interface SipEdgeCapture {
+  /** Stores the SIP dialogue `sipCallId` (from its INVITE on) as the call `callId`'s; a no-op when SIP_CAPTURE=false. */
+  attach(callId: string, sipCallId: string): void;
+  /** Writes what was captured so far. */
+  flush(): Promise<void>;
+}
+
 export interface SipEdge {
   /** The bound address of each transport listening. */
   local(transport: TransportName): { address: string; port: number } | undefined;
   /** The SipCarrier attached to the engine, when there is one. */
   readonly carrier: SipCarrier | undefined;
+  capture: SipEdgeCapture;
   close(): Promise<void>;
 }
 
@@ -79,6 +93,16 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   const count = (reason: string) => refusals.inc({ reason });
   const store = new VoiceStore(options.db);
   const users = new SipUsersDomain(store, options.clock, config.sipDomains);
+  const capture = sip.capture.enabled
+    ? new SipCapture({
+        store: new SipCaptureRepository(options.db),
+        maxMessages: sip.capture.maxMessages,
+        maxBytes: sip.capture.maxBytes,
+        log,
+        localAddress: sip.advertisedHost,
+        now: () => options.clock.now(),
+      })
+    : undefined;
   let endpoint: SipEndpoint;
   try {
     endpoint = await SipEndpoint.start({
@@ -94,6 +118,8 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
                 cert: readFileSync(config.tls.certFile),
                 key: readFileSync(config.tls.keyFile),
               },
+        tap: capture?.tap,
+        now: () => options.clock.now(),
       },
       scheduler: new RealScheduler(options.clock),
       ...(sip.advertisedHost === undefined ? {} : { advertisedHost: sip.advertisedHost }),
@@ -148,6 +174,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       mediaAddress: sip.advertisedHost ?? endpoint.transport.local("UDP")?.address ?? sip.host,
       log,
       targetsOf: outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain }),
+      ...(capture === undefined ? {} : { attach: (callId, sipCallId) => capture.attach(callId, sipCallId) }),
     });
     endpoint.onInvite(
       inviteHandler({
@@ -183,9 +210,11 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   return {
     local: (transport) => endpoint.transport.local(transport),
     carrier: sipCarrier,
-    close: () => {
+    capture: capture ?? { attach: () => {}, flush: async () => {} },
+    async close() {
       if (sipCarrier !== undefined) router?.detachSip(sipCarrier);
-      return endpoint.close();
+      await endpoint.close();
+      await capture?.close();
     },
   };
 }

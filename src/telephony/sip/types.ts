@@ -6,13 +6,13 @@
  * messages it really sent and received.
  */
 
-/** An IPv4 address and UDP port. */
+/** An IP address (IPv4, or IPv6 for real traffic) and port. */
 export interface SipEndpoint {
   ip: string;
   port: number;
 }
 
-/** One SIP message as sent over UDP. */
+/** One SIP message as sent (over UDP, or for real traffic over UDP, TCP or TLS). */
 export interface SipPacket {
   /** When it was sent. */
   time: Date;
@@ -24,6 +24,8 @@ export interface SipPacket {
   startLine: string;
   /** The whole message: start line, headers (CRLF-separated), blank line and body. */
   data: string;
+  /** The message's exact bytes when known (captured traffic); otherwise `data` in UTF-8. */
+  bytes?: Buffer;
 }
 
 /** What a leg's dialogue is derived from: the facts the call engine recorded about the call. */

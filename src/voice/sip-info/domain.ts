@@ -3,12 +3,20 @@
  * from SIP domains, and calls to `sip:` URIs), at
  * `projects/{project}/calls/{call}/sipInfo`.
  *
- * Nothing is stored for it beyond the call: the dialogue is derived from
- * the call's row (times, state, `to` / `from`, `sip_source_ip`, `ended_by`)
- * by the network's trace function — the carrier simulator's
- * (src/telephony/simulator/sip-dialogue.ts) — and rendered as a libpcap
- * capture (src/telephony/sip/pcap.ts). A call in flight has the messages so
- * far.
+ * A real call (one the SIP edge's capture was attached to,
+ * src/telephony/sip-edge/capture.ts) has the messages actually sent and
+ * received, as stored (./repository.ts): in the order they crossed the
+ * wire, with their real addresses, credentials redacted, and how many were
+ * left out past the call's bound. A call the SIP edge carried over a trunk
+ * has them too, whatever its transport.
+ *
+ * A call on the carrier simulator has nothing stored: its dialogue is
+ * derived from the call's row (times, state, `to` / `from`,
+ * `sip_source_ip`, `ended_by`) by the simulator's trace function
+ * (src/telephony/simulator/sip-dialogue.ts).
+ *
+ * Either way the messages are rendered as a libpcap capture
+ * (src/telephony/sip/pcap.ts). A call in flight has the messages so far.
  *
  * A call that is not SIP (PSTN) has no SIP info and never will: NOT_FOUND
  * with ErrorInfo reason `SIP_INFO_NOT_FOUND` (metadata `call`,
@@ -20,11 +28,13 @@ import { Code } from "@connectrpc/connect";
 import { and, eq } from "drizzle-orm";
 import { badField, notFound, rpcError } from "../../api/errors.js";
 import type { Db } from "../../db/client.js";
+import type { SipCaptureMessageRow } from "../../db/schema/index.js";
 import { type CallRow, calls } from "../../db/schema/index.js";
 import { sipPcap } from "../../telephony/sip/pcap.js";
 import type { SipLegFacts, SipPacket } from "../../telephony/sip/types.js";
 import { callName } from "../calls/domain.js";
 import { sipCallId } from "../calls/proto.js";
+import { SipCaptureRepository } from "./repository.js";
 
 export const SIP_INFO_TYPE = "voice.api.enfonica.com/SipInfo";
 
@@ -36,6 +46,8 @@ export interface SipInfo {
   sipCallId: string;
   packets: SipPacket[];
   pcap: Buffer;
+  /** Messages of a captured dialogue left out past the call's bound. */
+  omittedMessageCount: number;
 }
 
 const SEGMENT = /^[^/]+$/;
@@ -80,11 +92,28 @@ export function legFacts(row: CallRow): SipLegFacts {
   };
 }
 
+/** A stored message as a packet: its exact bytes for the pcap, as text for `data`. */
+export function capturedPacket(row: SipCaptureMessageRow): SipPacket {
+  return {
+    time: row.time,
+    source: { ip: row.sourceIp, port: row.sourcePort },
+    destination: { ip: row.destinationIp, port: row.destinationPort },
+    method: row.method,
+    startLine: row.startLine,
+    data: row.data.toString("utf8"),
+    bytes: row.data,
+  };
+}
+
 export class SipInfoDomain {
+  private readonly captures: SipCaptureRepository;
+
   constructor(
     private readonly db: Db,
     private readonly trace: SipTrace,
-  ) {}
+  ) {
+    this.captures = new SipCaptureRepository(db);
+  }
 
   async get(name: string): Promise<SipInfo> {
     const ref = parseSipInfoName(name);
@@ -93,6 +122,17 @@ export class SipInfoDomain {
       .from(calls)
       .where(and(eq(calls.projectId, ref.projectId), eq(calls.id, ref.callId)));
     if (row === undefined) throw notFound(SIP_INFO_TYPE, name);
+    const captured = await this.captures.forCall(row.id);
+    if (captured !== undefined) {
+      const packets = captured.messages.map(capturedPacket);
+      return {
+        name,
+        sipCallId: captured.capture.sipCallId,
+        packets,
+        pcap: sipPcap(packets),
+        omittedMessageCount: captured.capture.omittedMessages,
+      };
+    }
     if (row.transport !== "SIP") {
       throw rpcError(
         Code.NotFound,
@@ -102,6 +142,6 @@ export class SipInfoDomain {
       );
     }
     const packets = this.trace(legFacts(row));
-    return { name, sipCallId: sipCallId(row), packets, pcap: sipPcap(packets) };
+    return { name, sipCallId: sipCallId(row), packets, pcap: sipPcap(packets), omittedMessageCount: 0 };
   }
 }

@@ -19,6 +19,7 @@ export function sipInfoToProto(info: SipInfo): SipInfoProto {
     endTime: last === undefined ? undefined : timestampFromDate(last),
     sipCallId: info.sipCallId,
     pcap: info.pcap,
+    omittedMessageCount: info.omittedMessageCount,
     messages: info.packets.map((p) =>
       create(SipMessageSchema, {
         offsetDuration: durationFromMs(p.time.getTime() - (first?.getTime() ?? 0)),

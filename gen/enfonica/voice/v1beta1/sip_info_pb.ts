@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file enfonica/voice/v1beta1/sip_info.proto.
  */
 export const file_enfonica_voice_v1beta1_sip_info: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbmZvbmljYS92b2ljZS92MWJldGExL3NpcF9pbmZvLnByb3RvEhZlbmZvbmljYS52b2ljZS52MWJldGExIpwCCgdTaXBJbmZvEgwKBG5hbWUYASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKCG1lc3NhZ2VzGAQgAygLMiIuZW5mb25pY2Eudm9pY2UudjFiZXRhMS5TaXBNZXNzYWdlEhMKC3NpcF9jYWxsX2lkGAUgASgJEgwKBHBjYXAYBiABKAw6TOpBSQoedm9pY2UuYXBpLmVuZm9uaWNhLmNvbS9TaXBJbmZvEidwcm9qZWN0cy97cHJvamVjdH0vY2FsbHMve2NhbGx9L3NpcEluZm8izgEKClNpcE1lc3NhZ2USMgoPb2Zmc2V0X2R1cmF0aW9uGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCXNvdXJjZV9pcBgCIAEoCRITCgtzb3VyY2VfcG9ydBgDIAEoBRIWCg5kZXN0aW5hdGlvbl9pcBgEIAEoCRIYChBkZXN0aW5hdGlvbl9wb3J0GAUgASgFEg4KBm1ldGhvZBgGIAEoCRIUCgxyZXF1ZXN0X2xpbmUYByABKAkSDAoEZGF0YRgIIAEoCSJ3ChFHZXRTaXBJbmZvUmVxdWVzdBJiCgRuYW1lGAEgASgJQlTgQQL6QSAKHnZvaWNlLmFwaS5lbmZvbmljYS5jb20vU2lwSW5mb7pIK8gBAXImMiRecHJvamVjdHMvW14vXSsvY2FsbHMvW14vXSsvc2lwSW5mbyQywQEKDlNpcEluZm9TZXJ2aWNlEpMBCgpHZXRTaXBJbmZvEikuZW5mb25pY2Eudm9pY2UudjFiZXRhMS5HZXRTaXBJbmZvUmVxdWVzdBofLmVuZm9uaWNhLnZvaWNlLnYxYmV0YTEuU2lwSW5mbyI52kEEbmFtZYLT5JMCLBIqL3YxYmV0YTEve25hbWU9cHJvamVjdHMvKi9jYWxscy8qL3NpcEluZm99GhnKQRZ2b2ljZS5hcGkuZW5mb25pY2EuY29tQmMKGmNvbS5lbmZvbmljYS52b2ljZS52MWJldGExUAFaQ2dpdGh1Yi5jb20vc3dpdGNoYm9hcmQvc3dpdGNoYm9hcmQvZ2VuL2VuZm9uaWNhL3ZvaWNlL3YxYmV0YTE7dm9pY2ViBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiVlbmZvbmljYS92b2ljZS92MWJldGExL3NpcF9pbmZvLnByb3RvEhZlbmZvbmljYS52b2ljZS52MWJldGExIsACCgdTaXBJbmZvEgwKBG5hbWUYASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKCG1lc3NhZ2VzGAQgAygLMiIuZW5mb25pY2Eudm9pY2UudjFiZXRhMS5TaXBNZXNzYWdlEhMKC3NpcF9jYWxsX2lkGAUgASgJEgwKBHBjYXAYBiABKAwSIgoVb21pdHRlZF9tZXNzYWdlX2NvdW50GGQgASgFQgPgQQM6TOpBSQoedm9pY2UuYXBpLmVuZm9uaWNhLmNvbS9TaXBJbmZvEidwcm9qZWN0cy97cHJvamVjdH0vY2FsbHMve2NhbGx9L3NpcEluZm8izgEKClNpcE1lc3NhZ2USMgoPb2Zmc2V0X2R1cmF0aW9uGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCXNvdXJjZV9pcBgCIAEoCRITCgtzb3VyY2VfcG9ydBgDIAEoBRIWCg5kZXN0aW5hdGlvbl9pcBgEIAEoCRIYChBkZXN0aW5hdGlvbl9wb3J0GAUgASgFEg4KBm1ldGhvZBgGIAEoCRIUCgxyZXF1ZXN0X2xpbmUYByABKAkSDAoEZGF0YRgIIAEoCSJ3ChFHZXRTaXBJbmZvUmVxdWVzdBJiCgRuYW1lGAEgASgJQlTgQQL6QSAKHnZvaWNlLmFwaS5lbmZvbmljYS5jb20vU2lwSW5mb7pIK8gBAXImMiRecHJvamVjdHMvW14vXSsvY2FsbHMvW14vXSsvc2lwSW5mbyQywQEKDlNpcEluZm9TZXJ2aWNlEpMBCgpHZXRTaXBJbmZvEikuZW5mb25pY2Eudm9pY2UudjFiZXRhMS5HZXRTaXBJbmZvUmVxdWVzdBofLmVuZm9uaWNhLnZvaWNlLnYxYmV0YTEuU2lwSW5mbyI52kEEbmFtZYLT5JMCLBIqL3YxYmV0YTEve25hbWU9cHJvamVjdHMvKi9jYWxscy8qL3NpcEluZm99GhnKQRZ2b2ljZS5hcGkuZW5mb25pY2EuY29tQmMKGmNvbS5lbmZvbmljYS52b2ljZS52MWJldGExUAFaQ2dpdGh1Yi5jb20vc3dpdGNoYm9hcmQvc3dpdGNoYm9hcmQvZ2VuL2VuZm9uaWNhL3ZvaWNlL3YxYmV0YTE7dm9pY2ViBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * The SIP dialogue of one call leg.
@@ -68,12 +68,25 @@ export type SipInfo = Message<"enfonica.voice.v1beta1.SipInfo"> & {
   /**
    * The messages as a libpcap capture file (version 2.4, microsecond
    * timestamps, link type Ethernet): one Ethernet/IPv4/UDP packet per
-   * message, with the addresses, ports and bytes in `messages`, timestamped
-   * `start_time` + `offset_duration`.
+   * message (IPv6 for IPv6 addresses), with the addresses, ports and bytes
+   * in `messages`, timestamped `start_time` + `offset_duration`. Messages
+   * that crossed TCP or TLS are written as UDP packets between the same
+   * addresses and ports, so that packet tools decode them as SIP.
    *
    * @generated from field: bytes pcap = 6;
    */
   pcap: Uint8Array;
+
+  /**
+   * Output only (new in this service: numbered from 100, contract/WIRE.md).
+   * How many messages of the dialogue were left out: a real
+   * call's capture keeps its first messages up to a bound (a count and a
+   * size, set by the operator) and only counts the rest. 0 when nothing
+   * was left out.
+   *
+   * @generated from field: int32 omitted_message_count = 100;
+   */
+  omittedMessageCount: number;
 };
 
 /**

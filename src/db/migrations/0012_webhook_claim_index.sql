@@ -1,0 +1,4 @@
+-- The workers' claim reads only pending events no worker holds, in its own order (due time, seq), and stops at its limit; leased events have an index of their own for taking back the leases of a worker that died (issue #31 item 2).
+DROP INDEX "webhook_events_due_idx";--> statement-breakpoint
+CREATE INDEX "webhook_events_leased_idx" ON "webhook_events" USING btree ("lease_expire_time") WHERE "webhook_events"."state" = 'PENDING' and "webhook_events"."lease_owner" is not null;--> statement-breakpoint
+CREATE INDEX "webhook_events_due_idx" ON "webhook_events" USING btree ("next_attempt_time","seq") WHERE "webhook_events"."state" = 'PENDING' and "webhook_events"."lease_owner" is null;
