@@ -17,6 +17,7 @@ import {
   SipDomain_TerminationMode as Mode,
   SipDomains,
 } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
+import { SipInfoService } from "../../gen/enfonica/voice/v1beta1/sip_info_pb.js";
 import { SipUsers } from "../../gen/switchboard/voice/v1/sip_users_pb.js";
 import { systemClock } from "../../src/clock.js";
 import { type CallRow, calls } from "../../src/db/schema/index.js";
@@ -164,6 +165,22 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
     expect(call.state).toBe(Call_State.COMPLETED);
     expect(call.to).toBe(`sip:1001@${fqdn}`);
     expect(call.direction).toBeDefined();
+
+    // GetSipInfo: the real dialogue, as captured by the edge.
+    const sipInfo = createTestClient(SipInfoService, database.db, systemClock);
+    const deadline = Date.now() + 15_000;
+    let methods: string[] = [];
+    while (!methods.includes("BYE")) {
+      if (Date.now() > deadline) throw new Error(`dialogue incomplete: ${methods.join(" ")}`);
+      await new Promise((r) => setTimeout(r, 100));
+      const info = await sipInfo.getSipInfo({ name: `${call.name}/sipInfo` });
+      methods = info.messages.map((m) => m.method || m.requestLine.split(" ")[0] || "");
+      if (methods.includes("BYE")) {
+        expect(info.sipCallId).toBe(p.callId);
+        expect(info.messages[0]!.data).toContain(`Call-ID: ${p.callId}`);
+        expect(info.messages.some((m) => m.data.startsWith("SIP/2.0 180 Ringing"))).toBe(true);
+      }
+    }
   });
 
   it("refuses a DISABLED domain with 403 and records no call", async () => {
