@@ -1,7 +1,8 @@
 /**
  * The VoiceML documents shown to users (```xml blocks of README.md and
  * docs/*.md, and the example handler's documents) parse without error, so
- * copying one never ends a call MARKUP_*.
+ * copying one never ends a call MARKUP_*. A block opened "```xml config" is
+ * another program's configuration file (FreeSWITCH's, say), not VoiceML.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
