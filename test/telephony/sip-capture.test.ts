@@ -374,6 +374,18 @@ describe.each(testDatabases())("the SIP capture's rules on $name", (backend) => 
     expect(info.packets.map((p) => p.startLine)).toEqual(["SIP/2.0 200 OK"]);
   });
 
+  it("a call the SIP edge delivered with nothing stored has no messages, not the simulator's dialogue", async () => {
+    const { project, callId, name } = await newCall();
+    const sipId = `edge-${randomBytes(4).toString("hex")}`;
+    await database.db.update(calls).set({ sipCallId: sipId }).where(eq(calls.id, callId));
+    const info = await domain().get(name);
+    expect([info.sipCallId, info.packets.length, info.omittedMessageCount]).toEqual([sipId, 0, 0]);
+    expect(info.pcap.length).toBe(24); // the pcap's global header alone
+    // A simulated SIP call (no edge Call-ID) still gets its derived dialogue.
+    const simulated = await callRow(database.db, project);
+    expect((await domain().get(`${project}/calls/${simulated}/sipInfo`)).packets.length).toBeGreaterThan(0);
+  });
+
   it("goes with the call's project", async () => {
     const c = capture();
     const { project, callId } = await newCall();

@@ -141,6 +141,12 @@ export class SipInfoDomain {
         { call: callName(row), transport: row.transport },
       );
     }
+    if (row.sipCallId !== null) {
+      // Delivered by the real SIP edge (its INVITE's Call-ID), with nothing
+      // stored (SIP_CAPTURE=false, or the batch was lost): no messages, never
+      // the simulator's made-up dialogue.
+      return { name, sipCallId: row.sipCallId, packets: [], pcap: sipPcap([]), omittedMessageCount: 0 };
+    }
     const packets = this.trace(legFacts(row));
     return { name, sipCallId: sipCallId(row), packets, pcap: sipPcap(packets), omittedMessageCount: 0 };
   }
