@@ -8,6 +8,7 @@
  * its sinc each side (scaled with the cut-off). Input outside the signal is
  * zero; the output has round(length * to / from) samples and no delay.
  *
+ * `resampleYielding` does the same a slice at a time, for long audio.
  * `mixToMono` averages channels; `toInt16` clips floats in [-1, 1] to PCM.
  */
 
@@ -46,12 +47,43 @@ type Samples = Int16Array | Float32Array;
  * (Float32Array out). Equal rates copy.
  */
 export function resample(input: Samples, fromRate: number, toRate: number): Float32Array {
+  const r = resampler(input, fromRate, toRate);
+  const out = new Float32Array(r.length);
+  r.fill(out, 0, r.length);
+  return out;
+}
+
+/** Output samples computed between two yields to the event loop (`resampleYielding`). */
+const SLICE = 80_000;
+
+/**
+ * `resample` for long audio (minutes of music): the same result, computed a
+ * slice at a time with the event loop turning between slices.
+ */
+export async function resampleYielding(
+  input: Samples,
+  fromRate: number,
+  toRate: number,
+): Promise<Float32Array> {
+  const r = resampler(input, fromRate, toRate);
+  const out = new Float32Array(r.length);
+  for (let at = 0; at < r.length; at += SLICE) {
+    r.fill(out, at, Math.min(r.length, at + SLICE));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  return out;
+}
+
+/** The resampling of `input`: its output length, and a function filling output samples [start, end). */
+function resampler(
+  input: Samples,
+  fromRate: number,
+  toRate: number,
+): { length: number; fill(out: Float32Array, start: number, end: number): void } {
   if (!(fromRate > 0) || !(toRate > 0)) throw new RangeError(`bad sample rates ${fromRate} -> ${toRate}`);
-  const outLength = Math.round((input.length * toRate) / fromRate);
-  const out = new Float32Array(outLength);
+  const length = Math.round((input.length * toRate) / fromRate);
   if (fromRate === toRate) {
-    out.set(input);
-    return out;
+    return { length, fill: (out, start, end) => out.set(input.subarray(start, end), start) };
   }
   // Cut-off as a fraction of the input's sample rate (cycles per input sample).
   const fc = (CUTOFF * Math.min(fromRate, toRate)) / (2 * fromRate);
@@ -69,21 +101,23 @@ export function resample(input: Samples, fromRate: number, toRate: number): Floa
     table[i] = 2 * fc * sinc * kaiser(d / width);
   }
   const step = fromRate / toRate;
-  for (let n = 0; n < outLength; n++) {
-    const t = n * step;
-    const first = Math.max(0, Math.ceil(t - width));
-    const last = Math.min(input.length - 1, Math.floor(t + width));
-    let acc = 0;
-    for (let k = first; k <= last; k++) {
-      const pos = Math.abs(t - k) * STEPS;
-      const i = Math.floor(pos);
-      if (i + 1 >= tableLength) continue;
-      const frac = pos - i;
-      acc += input[k]! * (table[i]! + (table[i + 1]! - table[i]!) * frac);
+  const fill = (out: Float32Array, start: number, end: number) => {
+    for (let n = start; n < end; n++) {
+      const t = n * step;
+      const first = Math.max(0, Math.ceil(t - width));
+      const last = Math.min(input.length - 1, Math.floor(t + width));
+      let acc = 0;
+      for (let k = first; k <= last; k++) {
+        const pos = Math.abs(t - k) * STEPS;
+        const i = Math.floor(pos);
+        if (i + 1 >= tableLength) continue;
+        const frac = pos - i;
+        acc += input[k]! * (table[i]! + (table[i + 1]! - table[i]!) * frac);
+      }
+      out[n] = acc;
     }
-    out[n] = acc;
-  }
-  return out;
+  };
+  return { length, fill };
 }
 
 /** The average of the channels (equal lengths; the first's length is used). */
