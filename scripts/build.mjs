@@ -75,6 +75,8 @@ await esbuild.build({
     "make-embedded-template": "src/db/make-embedded-template.ts",
     // The embedded database's worker thread (src/db/pglite-thread.ts finds it beside itself).
     "pglite-worker": "src/db/pglite-worker.ts",
+    // The speech engine's worker thread (src/media/speech/espeak.ts finds it beside itself).
+    "espeak-worker": "src/media/speech/espeak-worker.ts",
   },
   outdir: out,
   bundle: true,
@@ -88,8 +90,9 @@ await esbuild.build({
   // modules was most of a start's first second), except: those that find
   // files of their own beside their code at run time (PGlite's WebAssembly,
   // Swagger UI's assets, pino's worker transports), music-metadata (loads its
-  // parsers on demand), and lamejs, which stays a separate, replaceable
-  // module as its LGPL licence asks (docs/licenses.md).
+  // parsers on demand), lamejs, which stays a separate, replaceable
+  // module as its LGPL licence asks, and eSpeak NG (GPL; its voice data is a
+  // file beside its module) (docs/licenses.md).
   external: [
     "@electric-sql/pglite",
     "swagger-ui-dist",
@@ -98,6 +101,7 @@ await esbuild.build({
     "thread-stream",
     "music-metadata",
     "@breezystack/lamejs",
+    "@echogarden/espeak-ng-emscripten",
   ],
   // Bundled CommonJS packages call require() for Node's built-ins.
   banner: {

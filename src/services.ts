@@ -3,6 +3,7 @@
  * from injected dependencies. Services not built yet are registered as
  * UNIMPLEMENTED so the whole contract is visible (reflection, REST routes).
  */
+
 import type { DescService } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Messages } from "../gen/enfonica/messaging/v1/messages_pb.js";
@@ -46,6 +47,7 @@ import { WebhookDeliveriesDomain, webhookDeliveriesService } from "./events/admi
 import { webhookInspectorService } from "./events/inspector-service.js";
 import { WebhookEventsRepository } from "./events/repository.js";
 import type { Logger } from "./log.js";
+import { sharedSpeech } from "./media/speech/index.js";
 import { MessagesDomain } from "./messaging/messages/domain.js";
 import { IncomingMessages } from "./messaging/messages/incoming.js";
 import { SimulatedMessageNetwork } from "./messaging/messages/network.js";
@@ -134,12 +136,10 @@ export function createCallEngine(
   deps: Omit<Deps, "engine">,
   options: { scheduler?: Scheduler } = {},
 ): CallEngine {
-  const carrier = createSimulatorCarrier(
-    deps.db,
-    deps.clock,
-    deps.config,
-    options.scheduler === undefined ? {} : { scheduler: options.scheduler },
-  );
+  const carrier = createSimulatorCarrier(deps.db, deps.clock, deps.config, {
+    speech: sharedSpeech(),
+    ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+  });
   const kick = deps.kickWebhooks;
   return new CallEngine({
     db: deps.db,

@@ -92,6 +92,14 @@ export interface MediaResult {
   completed: boolean;
 }
 
+/** Audio to play (CarrierLeg.play). */
+export interface PlayRequest {
+  uri: string;
+  durationSeconds: number;
+  /** The decoded audio: PCM 16-bit, mono, 8000 Hz. */
+  samples?: Int16Array;
+}
+
 /** One call leg on the network. */
 export interface CarrierLeg {
   readonly callId: string;
@@ -117,10 +125,19 @@ export interface CarrierLeg {
    */
   bridge(other: CarrierLeg): void;
 
-  /** Plays audio of a known length (the engine fetched it) to the remote party. */
-  play(audio: { uri: string; durationSeconds: number }): Promise<MediaResult>;
+  /**
+   * Plays audio of a known length (the engine fetched it) to the remote
+   * party: `samples`, when given, is that audio decoded (PCM 16-bit, mono,
+   * 8000 Hz; `durationSeconds` its length), the sound the carrier plays;
+   * without it (tones, silence) the carrier makes the sound of the uri.
+   */
+  play(audio: PlayRequest): Promise<MediaResult>;
 
-  /** Speaks `text` to the remote party (text to speech); the carrier knows how long it takes. */
+  /**
+   * Speaks `text` to the remote party (text to speech, src/media/speech);
+   * the carrier knows how long it takes. Rejects with a SpeechError when
+   * its speech engine cannot speak.
+   */
   say(text: string, options?: { language?: string; voice?: string }): Promise<MediaResult>;
 
   /**

@@ -12,6 +12,7 @@
  * the point measured (e.g. the Record's beep timer is set), so that real
  * HTTP latency cannot move it.
  */
+
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,6 +37,9 @@ import {
   SipDomains,
 } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { SimulatorAdmin, SimulatorRoute_Audio } from "../../gen/switchboard/admin/v1/simulator_pb.js";
+import { decodeForCall } from "../../src/media/decode/index.js";
+import { sharedSpeech } from "../../src/media/speech/index.js";
+import { encodeWav } from "../../src/recordings/audio/wav.js";
 import { addBlock, numberingClients } from "../numbering/support.js";
 import { newProject } from "../support/app.js";
 import { callHarness, expectSigned, keyOf, sleep, xml } from "../support/calls.js";
@@ -567,12 +571,61 @@ describe.each(testDatabases())("recordings of calls on $name", (backend) => {
         source: Recording_Source.CALL_RECORDING,
         channelCount: 1,
       });
-      // started when the RecordCall ran (after the 2 s Say), lasted the 3 s Wait
+      // started when the RecordCall ran (after the Say: as long as the speech engine's audio of
+      // it, the process's engine whose cache holds it), lasted the 3 s Wait
+      const said = await sharedSpeech().synthesize("One two three four five", {});
+      expect(said.length / RATE).toBeGreaterThan(1);
       expect(msOf(recording.duration)).toBe(3000);
       expect(msOf(recording.startTime)).toBe(msOf(ended.endTime) - 3000);
-      expect(msOf(recording.startTime)).toBeGreaterThanOrEqual(msOf(ended.answerTime) + 2000);
+      expect(msOf(recording.startTime)).toBeGreaterThanOrEqual(
+        msOf(ended.answerTime) + Math.floor((said.length * 1000) / RATE),
+      );
       const { info } = await wavOf(recording, 1);
       expect(info.frames).toBe(3 * RATE);
+    });
+
+    it("the recording holds the speech engine's audio of a <Say> and the decoded file of a <Play>", async () => {
+      const { project, from } = await owner();
+      const to = await route({ ringSeconds: 1, talkSeconds: 300, audio: SimulatorRoute_Audio.SILENCE });
+      const text = "Hello from Switchboard";
+      // Synthesized first: the call's Say is then served from the engine's cache (the same samples).
+      const spoken = await sharedSpeech().synthesize(text, {});
+      // A 16 kHz WAV of a 600 Hz tone, 0.5 s: the call plays it decoded to 8 kHz.
+      const tone = Int16Array.from({ length: 8000 }, (_, i) =>
+        Math.round(8000 * Math.sin((2 * Math.PI * 600 * i) / 16000)),
+      );
+      const file = encodeWav([tone], 16000);
+      const decoded = await decodeForCall(file, "audio/wav");
+      handler.handle((req, res) => {
+        if (req.path.startsWith("/tone.wav")) {
+          res.setHeader("content-type", "audio/wav");
+          res.end(file);
+          return;
+        }
+        res.setHeader("content-type", "application/xml");
+        res.end(xml(`<RecordCall Trigger="answer"/><Say>${text}</Say><Play>/tone.wav</Play>`));
+      });
+      const created = await createCall(project, from, to);
+      await runToEnd(created.name);
+      const [recording] = await recordingsOf(created.name);
+      expect(recording!.state).toBe(Recording_State.SUCCEEDED);
+      const { channels } = await wavOf(recording!, 1);
+      const heard = channels[0]!;
+      const firstSound = (s: Int16Array, from = 0) => s.findIndex((v, i) => i >= from && v !== 0);
+      // The Say: the engine's samples, all of them, unchanged (the remote party is silent).
+      const sayAt = firstSound(heard) - firstSound(spoken);
+      expect(sayAt).toBeGreaterThanOrEqual(0);
+      expect(
+        Buffer.from(heard.slice(sayAt, sayAt + spoken.length).buffer).equals(Buffer.from(spoken.buffer)),
+      ).toBe(true);
+      // Then the Play: the file's audio at 8 kHz, unchanged.
+      const playAt = firstSound(heard, sayAt + spoken.length) - firstSound(decoded);
+      expect(playAt).toBeGreaterThanOrEqual(sayAt + spoken.length);
+      expect(
+        Buffer.from(heard.slice(playAt, playAt + decoded.length).buffer).equals(Buffer.from(decoded.buffer)),
+      ).toBe(true);
+      // Nothing else was heard.
+      expect(firstSound(heard, playAt + decoded.length)).toBe(-1);
     });
 
     it('Trigger="bridge" on a call never bridged makes no recording at all', async () => {

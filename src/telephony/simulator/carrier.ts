@@ -22,8 +22,13 @@
  * collectDigits takes keys from that sequence, one every
  * `digitIntervalSeconds` (0.5 s), until `numDigits` keys, the finish key
  * (consumed, not returned), or — the sequence being exhausted — the input's
- * timeout; keys left over go to the next collectDigits. `say` lasts
- * speechSeconds(text); `play` lasts the duration it is given.
+ * timeout; keys left over go to the next collectDigits. `say` speaks with
+ * the carrier's speech engine (SimulatorOptions.speech) and lasts as long as
+ * the audio it made, which the leg's recordings hold (a hang-up while the
+ * engine works makes it `completed: false`; an engine failure rejects with
+ * its SpeechError); with no engine (unit tests of timing) it lasts
+ * speechSeconds(text) of speech-like noise. `play` lasts the duration it is
+ * given and plays the decoded samples it is given.
  *
  * An incoming call (receiveCall) resolves with its leg already `ringing`
  * (no `ringing` event) and waits — the caller never gives up — for the
@@ -68,6 +73,8 @@
  * One recording (and one digit collection) at a time per leg; a second
  * call rejects. Keys go to whichever of the two takes them first.
  */
+
+import type { SpeechEngine } from "../../media/speech/engine.js";
 import type {
   AnsweredMedia,
   AudioCapture,
@@ -82,13 +89,14 @@ import type {
   ForkOptions,
   IncomingCallRequest,
   MediaResult,
+  PlayRequest,
   RecordCallerOptions,
   RecordCallerResult,
   RemoteAudio,
 } from "../carrier.js";
 import type { Scheduler, Timer } from "../scheduler.js";
 import { SimulatorFork } from "./fork.js";
-import { LegMedia, speechSeconds } from "./media.js";
+import { LegMedia, SAMPLE_RATE, speechSeconds } from "./media.js";
 import { DEFAULT_ERRORS, type Outcome, type Route, type RouteSource } from "./routes.js";
 
 export interface SimulatorOptions {
@@ -96,6 +104,8 @@ export interface SimulatorOptions {
   setupSeconds?: number;
   /** Seconds between the keys the remote party presses. Default 0.5. */
   digitIntervalSeconds?: number;
+  /** What `say` speaks with; absent: speech-like noise lasting speechSeconds(text). */
+  speech?: SpeechEngine;
 }
 
 export const DEFAULT_SETUP_SECONDS = 0.1;
@@ -118,6 +128,7 @@ function errorFor(route: Route, outcome: Exclude<Outcome, "ANSWER">, cause: EndC
 export class SimulatorCarrier implements Carrier {
   readonly setupSeconds: number;
   readonly digitIntervalSeconds: number;
+  readonly speech: SpeechEngine | undefined;
 
   constructor(
     private readonly routes: RouteSource,
@@ -126,6 +137,7 @@ export class SimulatorCarrier implements Carrier {
   ) {
     this.setupSeconds = options.setupSeconds ?? DEFAULT_SETUP_SECONDS;
     this.digitIntervalSeconds = options.digitIntervalSeconds ?? DEFAULT_DIGIT_INTERVAL_SECONDS;
+    this.speech = options.speech;
   }
 
   /** Looks up the route, arms the call's timers, and returns its leg. Rejects when routes cannot be read. */
@@ -327,15 +339,24 @@ export class SimulatorLeg implements CarrierLeg {
     });
   }
 
-  play(audio: { uri: string; durationSeconds: number }): Promise<MediaResult> {
+  play(audio: PlayRequest): Promise<MediaResult> {
     const seconds = Math.max(0, audio.durationSeconds);
-    if (this.state === "answered") this.timeline.play(this.nowMs(), audio.uri, seconds);
+    if (this.state === "answered") this.timeline.play(this.nowMs(), audio.uri, seconds, audio.samples);
     return this.timed(seconds);
   }
 
-  say(text: string, _options?: { language?: string; voice?: string }): Promise<MediaResult> {
-    const seconds = speechSeconds(text);
-    if (this.state === "answered") this.timeline.say(this.nowMs(), seconds, text);
+  async say(text: string, options: { language?: string; voice?: string } = {}): Promise<MediaResult> {
+    const speech = this.carrier.speech;
+    if (speech === undefined) {
+      const seconds = speechSeconds(text);
+      if (this.state === "answered") this.timeline.say(this.nowMs(), seconds, text);
+      return this.timed(seconds);
+    }
+    if (this.state !== "answered") return { completed: false };
+    const samples = await speech.synthesize(text, options);
+    if (this.state !== "answered") return { completed: false };
+    const seconds = samples.length / SAMPLE_RATE;
+    this.timeline.say(this.nowMs(), seconds, text, samples);
     return this.timed(seconds);
   }
 

@@ -13,11 +13,14 @@
  *   answer, speechSeconds(words) of speech-like audio (seed
  *   `<callId>:remote:<k>` for the k-th time, from 0), then WORDS_PAUSE_MS of
  *   silence, again and again until the end;
- * - `say`: speech-like audio (seed `<callId>:say:<n>`, n counting the leg's
- *   says from 0) from the say's start for its duration, at level 0.4;
- * - `play`: a uri starting `silence:` plays zeros; `tone:beep...` a 1000 Hz
- *   tone; anything else a 440 Hz tone; tones at level 0.3. Phase 0 at the
- *   play's start;
+ * - `say`: the speech engine's audio of the text when the carrier has an
+ *   engine (src/media/speech; the say lasts as long as that audio), else
+ *   speech-like audio (seed `<callId>:say:<n>`, n counting the leg's says
+ *   from 0) from the say's start for its duration, at level 0.4;
+ * - `play`: the decoded audio of the uri when the engine fetched it
+ *   (src/voice/calls/play-audio.ts); otherwise a uri starting `silence:`
+ *   plays zeros; `tone:beep...` a 1000 Hz tone; anything else a 440 Hz
+ *   tone; tones at level 0.3. Phase 0 at the play's start;
  * - `playSamples` (a media stream's input audio): the samples given, as
  *   they are;
  * - collecting digits plays nothing (nor does recording).
@@ -230,20 +233,24 @@ export class LegMedia {
     this.unbridge(atMs);
   }
 
-  /** `say` of `text` from `atMs`, lasting `seconds`. */
-  say(atMs: number, seconds: number, text = ""): void {
+  /**
+   * `say` of `text` from `atMs`, lasting `seconds`: `samples` (8000 Hz, the
+   * speech engine's) when given, else speech-like audio.
+   */
+  say(atMs: number, seconds: number, text = "", samples?: Int16Array): void {
     const seed = seedFrom(`${this.callId}:say:${this.says++}`);
     this.played.push({
       startMs: atMs,
       endMs: atMs + seconds * 1000,
-      sound: { kind: "speech", seed },
+      sound: samples === undefined ? { kind: "speech", seed } : { kind: "samples", samples },
       text: text.trim().replace(/\s+/g, " "),
     });
   }
 
-  /** `play` of `uri` from `atMs`, lasting `seconds`. */
-  play(atMs: number, uri: string, seconds: number): void {
-    this.played.push({ startMs: atMs, endMs: atMs + seconds * 1000, sound: soundOfUri(uri), text: "" });
+  /** `play` of `uri` from `atMs`, lasting `seconds`: `samples` (8000 Hz, decoded) when given, else soundOfUri. */
+  play(atMs: number, uri: string, seconds: number, samples?: Int16Array): void {
+    const sound: PlayedSound = samples === undefined ? soundOfUri(uri) : { kind: "samples", samples };
+    this.played.push({ startMs: atMs, endMs: atMs + seconds * 1000, sound, text: "" });
   }
 
   /** The remote party's sayings of its words that overlap `part` (within its time on the line). */

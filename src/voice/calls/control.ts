@@ -16,9 +16,10 @@
  *
  * Markup (parseVoiceMl) runs action by action:
  * - Say / Play / Wait / Input / Record answer a ringing incoming call first
- *   (`ensureAnswered`); Play fetches and measures its audio first
- *   (play-audio.ts; PLAY_UNAVAILABLE when it cannot) and lasts as long as
- *   it; Wait plays silence;
+ *   (`ensureAnswered`); Play fetches and decodes its audio first
+ *   (play-audio.ts; PLAY_UNAVAILABLE when it cannot) and plays it; Say
+ *   speaks with the carrier's speech engine (SPEECH_UNAVAILABLE when it
+ *   fails); Wait plays silence;
  * - Input collects digits; with a NextUri that URI (resolved against the
  *   document's URL) is requested with parameters {digits}; without one the
  *   document goes on;
@@ -50,11 +51,12 @@
  * - the end of a document hangs up: COMPLETED.
  * Errors that end the call FAILED: HANDLER_UNAVAILABLE, MARKUP_* (the
  * parser's code and message), UNSUPPORTED_ACTION (Label, ReceiveFax),
- * CALLER_ID_NOT_ALLOWED, PLAY_UNAVAILABLE, STREAM_UNAVAILABLE, INTERNAL_ERROR.
+ * CALLER_ID_NOT_ALLOWED, PLAY_UNAVAILABLE, SPEECH_UNAVAILABLE, STREAM_UNAVAILABLE, INTERNAL_ERROR.
  */
 import { newResourceId } from "../../api/ids.js";
 import { SignedPostError, signedPost } from "../../events/delivery.js";
 import { recordExchange } from "../../events/exchanges.js";
+import { SpeechError } from "../../media/speech/engine.js";
 import {
   type Action,
   type CallAction,
@@ -66,7 +68,7 @@ import {
 } from "../../telephony/markup/index.js";
 import type { ActiveCall, Outcome } from "./active-call.js";
 import { type DialRequest, dial, forwardRequest, targetOf } from "./dial.js";
-import { PlayAudioError } from "./play-audio.js";
+import { type LoadedAudio, PlayAudioError } from "./play-audio.js";
 import { callRequestJson } from "./proto.js";
 
 /** The beep before a `<Record>` (PlayBeep). */
@@ -77,6 +79,7 @@ export const ControlErrorCode = {
   UnsupportedAction: "UNSUPPORTED_ACTION",
   CallerIdNotAllowed: "CALLER_ID_NOT_ALLOWED",
   PlayUnavailable: "PLAY_UNAVAILABLE",
+  SpeechUnavailable: "SPEECH_UNAVAILABLE",
   StreamUnavailable: "STREAM_UNAVAILABLE",
 } as const;
 
@@ -199,10 +202,10 @@ async function runDocuments(call: ActiveCall, first: Document): Promise<void> {
 
 /** Plays a prompt; false when the call ended first (or because of it). */
 async function prompt(call: ActiveCall, action: PromptAction, documentUri: string): Promise<boolean> {
-  let playSeconds = 0;
+  let played: LoadedAudio | undefined;
   if (action.kind === "play") {
     try {
-      playSeconds = await call.engine.playAudio.durationOf(resolveUri(documentUri, action.url));
+      played = await call.engine.playAudio.load(resolveUri(documentUri, action.url));
     } catch (err) {
       if (!(err instanceof PlayAudioError)) throw err;
       await call.finish("FAILED", ControlErrorCode.PlayUnavailable, `Could not play ${err.message}`);
@@ -216,11 +219,26 @@ async function prompt(call: ActiveCall, action: PromptAction, documentUri: strin
       const options: { language?: string; voice?: string } = {};
       if (action.language !== undefined) options.language = action.language;
       if (action.voice !== undefined) options.voice = action.voice;
-      return (await leg.say(action.text, options)).completed;
+      try {
+        return (await leg.say(action.text, options)).completed;
+      } catch (err) {
+        if (!(err instanceof SpeechError)) throw err;
+        await call.finish(
+          "FAILED",
+          ControlErrorCode.SpeechUnavailable,
+          `Could not say the text: ${err.message}`,
+        );
+        return false;
+      }
     }
     case "play":
-      return (await leg.play({ uri: resolveUri(documentUri, action.url), durationSeconds: playSeconds }))
-        .completed;
+      return (
+        await leg.play({
+          uri: resolveUri(documentUri, action.url),
+          durationSeconds: played!.durationSeconds,
+          samples: played!.samples,
+        })
+      ).completed;
     case "wait":
       return (await leg.play({ uri: "silence:", durationSeconds: action.seconds })).completed;
   }
