@@ -34,6 +34,7 @@ import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js"
 import { listenForWebhooks, webhookNotifier } from "./events/listener.js";
 import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
+import { sharedSpeech } from "./media/speech/index.js";
 import { OptOuts } from "./messaging/messages/opt-out.js";
 import { optOutRoute } from "./messaging/messages/opt-out-route.js";
 import { numberingDomains } from "./numbering/domains.js";
@@ -424,6 +425,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         operatorToken: operatorToken.token,
         replicaId: engine.id,
         engine,
+        speech: sharedSpeech(),
       });
       return sipEdge;
     },

@@ -21,6 +21,7 @@ import { SipInfoService } from "../../gen/enfonica/voice/v1beta1/sip_info_pb.js"
 import { SipUsers } from "../../gen/switchboard/voice/v1/sip_users_pb.js";
 import { systemClock } from "../../src/clock.js";
 import { type CallRow, calls } from "../../src/db/schema/index.js";
+import { sharedSpeech } from "../../src/media/speech/index.js";
 import { type App, build } from "../../src/server.js";
 import { parseWav } from "../recordings/audio.js";
 import type { Received } from "../sip/ua.js";
@@ -139,9 +140,11 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
 
     const bye = await p.sip.inbox.next((m) => m.method === "BYE", 15_000);
     p.ok(bye);
-    // Four words: 1.6 s of speech, 80 packets of 20 ms.
+    // The speech engine's audio of the text (the same cached samples the
+    // call said), in packets of 20 ms, the last one padded.
+    const spoken = await sharedSpeech().synthesize("Hello there my friend");
     const packets = p.rtp;
-    expect(packets.length).toBe(80);
+    expect(packets.length).toBe(Math.ceil(spoken.length / 160));
     expect(new Set(packets.map((x) => x.from))).toEqual(new Set([rtpPort]));
     expect(packets.every((x) => x.version === 2 && x.payloadType === 0 && x.payload.length === 160)).toBe(
       true,
@@ -153,8 +156,9 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
       expect((packets[i]!.sequence - packets[i - 1]!.sequence) & 0xffff).toBe(1);
       expect((packets[i]!.timestamp - packets[i - 1]!.timestamp) >>> 0).toBe(160);
     }
-    const peak = Math.max(...packets.flatMap((x) => Array.from(x.payload, (b) => Math.abs(unmulaw(b)))));
-    expect(peak).toBeGreaterThan(5000);
+    const heard = packets.flatMap((x) => Array.from(x.payload, (b) => unmulaw(b)));
+    expect(heard.slice(0, spoken.length)).toEqual(Array.from(spoken, (x) => unmulaw(mulaw(x))));
+    expect(Math.max(...heard.map(Math.abs))).toBeGreaterThan(5000);
 
     const r = await row(p.callId, true);
     const call = await createTestClient(Calls, database.db, systemClock).getCall({

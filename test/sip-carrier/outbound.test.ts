@@ -15,7 +15,9 @@ import { type Call, Call_State, Call_Transport, Calls } from "../../gen/enfonica
 import { SipDomains } from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
 import { SipUsers } from "../../gen/switchboard/voice/v1/sip_users_pb.js";
 import { systemClock } from "../../src/clock.js";
+import { sharedSpeech } from "../../src/media/speech/index.js";
 import { type App, build } from "../../src/server.js";
+import { encodeG711 } from "../../src/telephony/g711.js";
 import { addBlock, numberingClients, provision } from "../numbering/support.js";
 import { type Received, UdpUa } from "../sip/ua.js";
 import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
@@ -181,9 +183,13 @@ describe.each(testDatabases())("outbound SIP calls on $name", (backend) => {
     const call = await ended(created.name);
     expect(call.state).toBe(Call_State.COMPLETED);
     expect(call.sipCallId).toBe(invite.header("Call-ID"));
-    // "Hello Bob": 0.8 s, 40 PCMA packets (the codec the answer chose).
-    expect(media.packets.length).toBe(40);
+    // "Hello Bob" as the speech engine says it (the same cached samples),
+    // in 20 ms PCMA packets (the codec the answer chose), the last padded.
+    const spoken = await sharedSpeech().synthesize("Hello Bob");
+    expect(media.packets.length).toBe(Math.ceil(spoken.length / 160));
     expect(media.packets.every((p) => p.payloadType === 8 && p.payload.length === 160)).toBe(true);
+    const sent = Buffer.concat(media.packets.map((p) => p.payload)).subarray(0, spoken.length);
+    expect(sent.equals(Buffer.from(encodeG711("alaw", spoken)))).toBe(true);
     expect(media.packets[0]!.marker).toBe(true);
   });
 

@@ -24,6 +24,7 @@
  * plugs into it).
  */
 import type { Logger } from "../../log.js";
+import type { SpeechEngine } from "../../media/speech/engine.js";
 import type { Credentials } from "../../sip/authorize.js";
 import type { Dialog } from "../../sip/dialog.js";
 import { DialogLayer } from "../../sip/dialog-layer.js";
@@ -79,6 +80,8 @@ export interface SipCarrierOptions {
   targetsOf(to: string): Promise<OutboundTarget[]>;
   /** Ties a call to the Call-ID of its SIP dialogue (the edge's capture, for GetSipInfo). */
   attach?(callId: string, sipCallId: string): void;
+  /** What `say` speaks with (src/media/speech/); absent: speech-like noise, as the simulator without one. */
+  speech?: SpeechEngine | undefined;
   /** Digest credentials for an outgoing call's 401/407; none by default. */
   credentialsFor?(request: CarrierCallRequest): Credentials | undefined;
 }
@@ -192,6 +195,7 @@ export class SipCarrier implements Carrier {
       session,
       this.options.scheduler,
       signalling,
+      this.options.speech,
     );
     held.leg = leg;
     this.options.attach?.(request.callId, sipCallId);
@@ -264,6 +268,7 @@ export class SipCarrier implements Carrier {
       session,
       this.options.scheduler,
       signalling,
+      this.options.speech,
     );
     const timer = this.options.scheduler.after(request.timeoutSeconds, () => {
       if (leg.state === "ended" || leg.state === "answered") return;

@@ -6,12 +6,15 @@
  * network did (ringing, answered, ended).
  *
  * Media, as far as it is real today (full media is issue #28):
- * - `say` sends what the simulator's say is (speech-like audio, seed
- *   `<callId>:say:<n>`, level 0.4, speechSeconds(text) long: there is no
- *   text to speech yet) and `play` what the simulator plays for the uri
- *   (tones or silence of the given length), as G.711 RTP paced 20 ms a
- *   packet; each resolves once its last packet left (completed) or the leg
- *   ended (not completed);
+ * - `say` sends the speech engine's audio of the text (src/media/speech/:
+ *   eSpeak NG, with the markup's language and voice; without an engine,
+ *   the simulator's speech-like noise of speechSeconds(text)) and `play`
+ *   the decoded file the engine fetched (PlayRequest.samples; without them,
+ *   what the simulator plays for the uri: tones or silence of the given
+ *   length), as G.711 RTP paced 20 ms a packet; each resolves once its last
+ *   packet left (completed) or the leg ended (not completed); an engine that
+ *   cannot speak rejects (SpeechError), which ends the call
+ *   SPEECH_UNAVAILABLE as on the simulator;
  * - `capture` (call recording): channel [0] = what the peer sent plus what
  *   we sent, by RTP timestamp; never a second channel (bridging is not
  *   built); no `speech` (nothing transcribes real audio here);
@@ -27,6 +30,7 @@
  */
 
 import { FrameClock, schedulerTimers } from "../../media/frame-clock.js";
+import type { SpeechEngine } from "../../media/speech/engine.js";
 import { seedFrom, speechLikeWindow, tone } from "../../recordings/audio/signal.js";
 import type {
   AudioCapture,
@@ -39,6 +43,7 @@ import type {
   ForkOptions,
   MediaFork,
   MediaResult,
+  PlayRequest,
   RecordCallerOptions,
   RecordCallerResult,
 } from "../carrier.js";
@@ -81,6 +86,7 @@ export class SipLeg implements CarrierLeg {
     readonly session: RtpSession,
     private readonly scheduler: Scheduler,
     private readonly signalling: LegSignalling,
+    private readonly speech?: SpeechEngine,
   ) {
     session.onDigit((key) => {
       this.keys += key;
@@ -168,7 +174,11 @@ export class SipLeg implements CarrierLeg {
     return { completed: sent && this.state === "answered" };
   }
 
-  say(text: string, _options?: { language?: string; voice?: string }): Promise<MediaResult> {
+  async say(text: string, options: { language?: string; voice?: string } = {}): Promise<MediaResult> {
+    if (this.speech !== undefined) {
+      if (this.state !== "answered") return { completed: false };
+      return this.send(await this.speech.synthesize(text, options));
+    }
     const length = Math.round(speechSeconds(text) * SAMPLE_RATE);
     const seed = seedFrom(`${this.callId}:say:${this.says++}`);
     return this.send(
@@ -176,7 +186,8 @@ export class SipLeg implements CarrierLeg {
     );
   }
 
-  play(audio: { uri: string; durationSeconds: number }): Promise<MediaResult> {
+  play(audio: PlayRequest): Promise<MediaResult> {
+    if (audio.samples !== undefined) return this.send(audio.samples);
     const length = Math.max(0, Math.round(audio.durationSeconds * SAMPLE_RATE));
     const sound = soundOfUri(audio.uri);
     const samples =

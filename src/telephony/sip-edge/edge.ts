@@ -25,6 +25,7 @@ import type { Clock } from "../../clock.js";
 import type { Config } from "../../config.js";
 import type { Db } from "../../db/client.js";
 import type { Logger } from "../../log.js";
+import type { SpeechEngine } from "../../media/speech/engine.js";
 import { numberingDomains } from "../../numbering/domains.js";
 import { registry } from "../../observability/metrics.js";
 import { SipEndpoint } from "../../sip/endpoint.js";
@@ -53,6 +54,8 @@ export interface SipEdgeOptions {
   log: Logger;
   /** The call engine whose CarrierRouter takes the SipCarrier; without one INVITE is 501. */
   engine?: CallEngine;
+  /** What SIP calls' `<Say>` speaks with (the simulator's engine); absent: speech-like noise. */
+  speech?: SpeechEngine;
   /** The operator token: digest nonces are signed with a key derived from it (the same on every replica). */
   operatorToken: string;
   replicaId: string;
@@ -174,6 +177,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       mediaAddress: sip.advertisedHost ?? endpoint.transport.local("UDP")?.address ?? sip.host,
       log,
       targetsOf: outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain }),
+      ...(options.speech === undefined ? {} : { speech: options.speech }),
       ...(capture === undefined ? {} : { attach: (callId, sipCallId) => capture.attach(callId, sipCallId) }),
     });
     endpoint.onInvite(
