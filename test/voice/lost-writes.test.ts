@@ -56,6 +56,7 @@ import { testConfig } from "../support/app.js";
 import { callHarness, keyOf, sleep, xml } from "../support/calls.js";
 import { describePostgres, postgresTestBackend, useTestDatabase } from "../support/db.js";
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.js";
+import { spokenSeconds } from "../support/speech.js";
 
 const postgresBackend = postgresTestBackend();
 
@@ -82,7 +83,8 @@ describePostgres("a call's writes over a failing connection", () => {
         return proxied.db;
       },
     },
-    { log: log.logger, env: () => ({ BLOB_DIR: blobDir }) },
+    // Its own destinations: on PostgreSQL simulator routes are shared by the files.
+    { log: log.logger, env: () => ({ BLOB_DIR: blobDir }), destinations: "+614915707" },
   );
   const recordingsClient = harness.client(Recordings);
 
@@ -263,6 +265,10 @@ describePostgres("a call's writes over a failing connection", () => {
   it("a recording whose end's reply was lost is transcribed once, by the transcription its end opened", async () => {
     const { project, from } = await owner();
     const to = await route({ ringSeconds: 1, talkSeconds: 4 });
+    // Synthesized first, so the call's Say comes from the engine's cache and
+    // takes no call time before it is heard (the harness moves call time on
+    // while work is pending).
+    await spokenSeconds("Wombat lighthouse");
     serve({ "/start": xml('<Say>Wombat lighthouse</Say><Wait Seconds="600"/>') });
     const lostBefore = proxy.lost();
     // The recording's end and its transcription commit together; the COMMIT's reply is lost.
