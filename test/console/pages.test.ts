@@ -99,6 +99,8 @@ describe.each(testDatabases().slice(0, 1))("the console's pages ($name)", (backe
     const { close, page } = await newTab(h);
     try {
       await page.goto(`${h.baseUrl}/console/`);
+      // The app renders after the load event: wait for its sign-in form before the first Tab.
+      await page.locator('input[id*="token"]').waitFor();
       await page.keyboard.press("Tab");
       expect(
         await page.evaluate(
