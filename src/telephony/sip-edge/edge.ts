@@ -45,6 +45,7 @@ import { outboundTargets } from "../sip-carrier/outbound.js";
 import { RtpPorts } from "../sip-carrier/rtp-ports.js";
 import { SipCapture } from "./capture.js";
 import { DigestRealms } from "./digest-realms.js";
+import { DomainCache } from "./domain-cache.js";
 import { registerHandler } from "./register.js";
 
 export interface SipEdgeOptions {
@@ -149,10 +150,12 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     .digest();
   const digests = new DigestRealms({ nonceKey, clock: options.clock, algorithms: sip.digestAlgorithms });
   const registrar = new Registrar(store, options.clock);
+  // A REGISTER or INVITE and its answer to the challenge read the domain once (./domain-cache.ts).
+  const domainRows = new DomainCache(store.sipDomains);
   endpoint.onRequest(
     "REGISTER",
     registerHandler({
-      domains: store.sipDomains,
+      domains: domainRows,
       users,
       registrar,
       baseDomain: config.sipDomains.baseDomain,
@@ -191,7 +194,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
           sipDomains,
         }),
         resolve: (call) => sipDomains.resolveSipCall(call),
-        domains: store.sipDomains,
+        domains: domainRows,
         users,
         digests,
         baseDomain: config.sipDomains.baseDomain,

@@ -189,7 +189,7 @@ export class SipUsersDomain implements SipUserDirectory {
 
   /** The stored digest credentials of `username` in a domain (by its id), for the SIP core. */
   async credentials(sipDomainId: string, username: string): Promise<SipUserCredentials | undefined> {
-    const row = await this.store.sipUsers.findByUsername(sipDomainId, username);
+    const row = await this.store.sipUsers.credentials(sipDomainId, username);
     if (row === undefined) return undefined;
     return {
       projectId: row.projectId,
