@@ -36,6 +36,7 @@ import { SipDomainsDomain } from "../../voice/sip-domains/domain.js";
 import { VoiceStore } from "../../voice/sip-domains/repository.js";
 import { SipCaptureRepository } from "../../voice/sip-info/repository.js";
 import { Registrar } from "../../voice/sip-registrations/registrar.js";
+import { cachedSipCredentials } from "../../voice/sip-users/credentials-cache.js";
 import { SipUsersDomain } from "../../voice/sip-users/domain.js";
 import { CarrierRouter } from "../carrier-router.js";
 import { RealScheduler } from "../scheduler.js";
@@ -150,13 +151,20 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     .digest();
   const digests = new DigestRealms({ nonceKey, clock: options.clock, algorithms: sip.digestAlgorithms });
   const registrar = new Registrar(store, options.clock);
-  // A REGISTER or INVITE and its answer to the challenge read the domain once (./domain-cache.ts).
+  // A REGISTER or INVITE and its answer to the challenge read the domain once (./domain-cache.ts),
+  // and users' credentials are remembered until they change (credentials-cache.ts).
   const domainRows = new DomainCache(store.sipDomains);
+  const credentials = cachedSipCredentials(options.db, users, log);
+  const edgeUsers = {
+    credentials: (sipDomainId: string, username: string) =>
+      credentials.cache.credentials(sipDomainId, username),
+    hasUsers: (domain: { projectId: string; id: string }) => users.hasUsers(domain),
+  };
   endpoint.onRequest(
     "REGISTER",
     registerHandler({
       domains: domainRows,
-      users,
+      users: edgeUsers,
       registrar,
       baseDomain: config.sipDomains.baseDomain,
       algorithms: sip.digestAlgorithms,
@@ -195,7 +203,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
         }),
         resolve: (call) => sipDomains.resolveSipCall(call),
         domains: domainRows,
-        users,
+        users: edgeUsers,
         digests,
         baseDomain: config.sipDomains.baseDomain,
         log,
@@ -222,6 +230,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       if (sipCarrier !== undefined) router?.detachSip(sipCarrier);
       await endpoint.close();
       await capture?.close();
+      await credentials.close();
     },
   };
 }
