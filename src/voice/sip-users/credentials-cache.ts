@@ -22,6 +22,7 @@
  * domain's users are refused there.
  */
 import { sql } from "drizzle-orm";
+import { type Changes, changesPerDatabase } from "../../db/changes.js";
 import type { Db, DbOrTx } from "../../db/client.js";
 import { type ChannelListener, listenOnChannel } from "../../db/listen.js";
 import type { Logger } from "../../log.js";
@@ -36,32 +37,8 @@ export async function notifySipUserChange(tx: DbOrTx, sipDomainId: string): Prom
   await tx.execute(sql`select pg_notify(${SIP_USERS_CHANNEL}, ${sipDomainId})`);
 }
 
-/** This process's fan-out of SIP user changes to the caches on one database object. */
-export class SipUserChanges {
-  private readonly listeners = new Set<(sipDomainId: string | undefined) => void>();
-
-  /** The domain's users changed (undefined: possibly every domain's): call after the change committed. */
-  changed(sipDomainId: string | undefined): void {
-    for (const listener of this.listeners) listener(sipDomainId);
-  }
-
-  subscribe(listener: (sipDomainId: string | undefined) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-}
-
-const changesByDb = new WeakMap<object, SipUserChanges>();
-
-/** The in-process changes of `db` (what SipUsersDomain reports to, what caches on `db` hear). */
-export function sipUserChangesOf(db: DbOrTx): SipUserChanges {
-  let changes = changesByDb.get(db);
-  if (changes === undefined) {
-    changes = new SipUserChanges();
-    changesByDb.set(db, changes);
-  }
-  return changes;
-}
+/** The in-process changes of `db` by domain id (what SipUsersDomain reports to, what caches on `db` hear). */
+export const sipUserChangesOf: (db: DbOrTx) => Changes<string> = changesPerDatabase<string>();
 
 export interface CredentialsLookup {
   credentials(sipDomainId: string, username: string): Promise<SipUserCredentials | undefined>;
