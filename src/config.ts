@@ -2,12 +2,14 @@
  * Every setting of the service, read from the environment once and
  * validated. Nothing else in src/ reads process.env.
  */
+
 import { resolve } from "node:path";
 import type { DatabaseTimeouts } from "./db/client.js";
 import { databaseUrlFrom, dataDirFrom, embeddedDurableFrom } from "./db/location.js";
 import { DEFAULT_LOG_BUFFER_BYTES } from "./log.js";
 import { loadMessageRates, type MessageRates } from "./messaging/messages/rates.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
+import { loadSipGuardSettings, type SipGuardSettings, SipGuardSettingsError } from "./sip/guard.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
 import {
   loadSipCarrierSettings,
@@ -115,6 +117,8 @@ export interface Config {
     digestAlgorithms: Array<"SHA-256" | "MD5">;
     /** SIP_CAPTURE*: the capture of real calls' SIP messages (src/telephony/sip-edge/capture-config.ts). */
     capture: SipCaptureConfig;
+    /** SIP_GUARD_*: per-source limits and blocks at the edge (src/sip/guard.ts). */
+    guard: SipGuardSettings;
   };
   /** SIP_OUTBOUND, RTP_PORT_MIN, RTP_PORT_MAX: real calls over the SIP edge (src/telephony/sip-carrier/settings.ts). */
   sipCarrier: SipCarrierSettings;
@@ -574,6 +578,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsPort: int(env, "SIP_TLS_PORT", 5061, 0, 65535),
       advertisedHost: env.SIP_ADVERTISED_HOST || undefined,
       digestAlgorithms: digestAlgorithms(env.SIP_DIGEST_ALGORITHMS),
+      guard: sipGuard(env),
       capture: sipCapture(env),
     },
     sipCarrier: sipCarrier(env),
@@ -632,6 +637,15 @@ function sipCarrier(env: NodeJS.ProcessEnv): SipCarrierSettings {
     return loadSipCarrierSettings(env);
   } catch (err) {
     if (err instanceof SipCarrierSettingsError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function sipGuard(env: NodeJS.ProcessEnv): SipGuardSettings {
+  try {
+    return loadSipGuardSettings(env);
+  } catch (err) {
+    if (err instanceof SipGuardSettingsError) throw new ConfigError(err.message);
     throw err;
   }
 }

@@ -43,6 +43,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import type { Logger } from "../../log.js";
 import type { RequestHandler } from "../../sip/endpoint.js";
+import type { SipGuard } from "../../sip/guard.js";
 import { callIdOf, fromOf } from "../../sip/message.js";
 import { negotiate, parseAudio, SdpError } from "../../sip/sdp.js";
 import type { ServerTransaction } from "../../sip/transaction.js";
@@ -53,7 +54,7 @@ import type { SipCallRequest, SipCallResolution } from "../../voice/sip-domains/
 import type { SipDomainsRepository } from "../../voice/sip-domains/repository.js";
 import type { SipUsersDomain } from "../../voice/sip-users/domain.js";
 import type { DigestRealms } from "../sip-edge/digest-realms.js";
-import { domainIdOf } from "../sip-edge/register.js";
+import { domainIdOf, guessing } from "../sip-edge/register.js";
 import type { SipCarrier } from "./carrier.js";
 import { NoRtpPortError } from "./rtp-ports.js";
 
@@ -64,6 +65,8 @@ export interface InviteDeps {
   /** Resolves an unnamed call's domain (SipDomainsDomain.resolveSipCall), to refuse PSTN_TRUNK ones early. */
   resolve?: (call: SipCallRequest) => Promise<SipCallResolution>;
   users: Pick<SipUsersDomain, "credentials" | "hasUsers">;
+  /** Told of failed and good digest answers, per source address (src/sip/guard.ts). */
+  guard?: Pick<SipGuard, "authFailed" | "authSucceeded">;
   digests: DigestRealms;
   baseDomain: string;
   log: Logger;
@@ -151,6 +154,7 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
           );
           if (!result.ok) {
             if (result.reason !== "missing") deps.refused?.(`invite-digest-${result.reason}`);
+            if (guessing(result.reason)) deps.guard?.authFailed(source.address);
             tx.respond(
               tx.reply(
                 401,
@@ -160,6 +164,7 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
             );
             return;
           }
+          deps.guard?.authSucceeded(source.address);
           username = result.username;
         }
       }

@@ -29,6 +29,7 @@ import type { SpeechEngine } from "../../media/speech/engine.js";
 import { numberingDomains } from "../../numbering/domains.js";
 import { registry } from "../../observability/metrics.js";
 import { SipEndpoint } from "../../sip/endpoint.js";
+import { SipGuard } from "../../sip/guard.js";
 import { SipBindError, type TransportName } from "../../sip/transport.js";
 import type { CallEngine } from "../../voice/calls/engine.js";
 import { IncomingCalls } from "../../voice/calls/incoming.js";
@@ -108,6 +109,10 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
         now: () => options.clock.now(),
       })
     : undefined;
+  const guard = new SipGuard(sip.guard, {
+    notice: ({ address, reason, detail }) =>
+      log.warn({ source: address, why: reason, detail }, "SIP source refused"),
+  });
   let endpoint: SipEndpoint;
   try {
     endpoint = await SipEndpoint.start({
@@ -129,7 +134,14 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       scheduler: new RealScheduler(options.clock),
       ...(sip.advertisedHost === undefined ? {} : { advertisedHost: sip.advertisedHost }),
       userAgent: "Switchboard",
+      screen: (request, source, inDialog) =>
+        guard.screen(request.method, source.address, source.transport, inDialog),
       onEvent: (event) => {
+        // The guard's refusals are counted by reason and logged by the guard, once per source and minute.
+        if (event.type === "screened") {
+          count(event.detail);
+          return;
+        }
         count(event.type);
         const source = `${event.source.transport} ${event.source.address}:${event.source.port}`;
         if (event.type === "internal-error") log.error({ source, detail: event.detail }, "SIP edge error");
@@ -165,6 +177,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     registerHandler({
       domains: domainRows,
       users: edgeUsers,
+      guard,
       registrar,
       baseDomain: config.sipDomains.baseDomain,
       algorithms: sip.digestAlgorithms,
@@ -204,6 +217,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
         resolve: (call) => sipDomains.resolveSipCall(call),
         domains: domainRows,
         users: edgeUsers,
+        guard,
         digests,
         baseDomain: config.sipDomains.baseDomain,
         log,
