@@ -262,3 +262,20 @@ export class Phone {
     this.media.close();
   }
 }
+
+/**
+ * Where `encoded` (G.711 bytes of what was said) starts in the packets'
+ * payloads: the session sends silence (`silenceByte`: 0xff μ-law, 0xd5
+ * A-law) whenever nothing is queued, so what was said is one run, starting
+ * on a packet boundary, with nothing but silence before it and after it
+ * (the last packet's tail padded with silence). Throws when not so.
+ */
+export function spokenRun(packets: RtpSeen[], encoded: Buffer, silenceByte: number): number {
+  const all = Buffer.concat(packets.map((p) => p.payload));
+  const at = all.indexOf(encoded);
+  if (at < 0) throw new Error("what was said is not in the packets, in one piece");
+  if (at % 160 !== 0) throw new Error(`what was said starts at byte ${at}, not on a packet boundary`);
+  const outside = [...all.subarray(0, at), ...all.subarray(at + encoded.length)];
+  if (outside.some((b) => b !== silenceByte)) throw new Error("something other than silence was sent around it");
+  return at / 160;
+}
