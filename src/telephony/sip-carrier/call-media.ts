@@ -8,7 +8,7 @@
  *   playout ticks: each 20 ms tick adds 160 samples, whatever arrived.
  * - The remote track: every played-out frame (`audio` event) at its tick's
  *   position — received audio, a lost frame's concealment (the jitter
- *   buffer's: the last frame, attenuated, then silence), or silence when
+ *   buffer's: the previous frame repeated once, silence after), or silence when
  *   nothing came. A remote SSRC change starts the jitter buffer over; the
  *   track just goes on.
  * - The local track: what `send` queued, placed where the session sends it
