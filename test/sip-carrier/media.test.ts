@@ -11,6 +11,7 @@
  *   previous frame repeated once); stopped by a SIP INFO key;
  * - a remote SSRC change mid-call: the new source's audio recorded whole;
  * - no RTP for RTP_TIMEOUT_SECONDS: BYE, the call FAILED with RTP_TIMEOUT;
+ *   not while the caller holds the call, and counted again from the resume;
  * - /metrics shows the calls' RTP counters.
  */
 import { eq } from "drizzle-orm";
@@ -306,6 +307,35 @@ describe.each(testDatabases())("SIP call media on $name", (backend) => {
     const bAt = find(samples, g711(b));
     expect(aAt).toBeGreaterThanOrEqual(0);
     expect(bAt).toBeGreaterThan(aAt);
+  });
+
+  it("suspends the RTP timeout while the caller holds the call, and counts again from the resume", async () => {
+    const { fqdn } = await domain('<Wait Seconds="60"/>');
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    await connect(p, uri);
+    const reinvite = async (direction: string, version: number) => {
+      const { branch, cseq } = p.inDialog("INVITE", uri, { body: p.offer("0 8 101", direction, version) });
+      expect((await p.sip.inbox.next(final(branch))).status).toBe(200);
+      p.inDialog("ACK", uri, { cseq });
+    };
+    await reinvite("sendonly", 2);
+    await sleep(300); // packets already sent may still arrive
+    const heardBefore = p.rtp.length;
+    // Held, with no RTP from the caller, for longer than the timeout: the call goes on, and nothing is sent.
+    await sleep((RTP_TIMEOUT + 2) * 1000);
+    const [held] = await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId));
+    expect(held?.state).toBe("IN_PROGRESS");
+    expect(p.sip.inbox.pending.some((m) => m.method === "BYE")).toBe(false);
+    expect(p.rtp.length).toBe(heardBefore);
+    await reinvite("sendrecv", 3);
+    const bye = await p.sip.inbox.next((m) => m.method === "BYE", (RTP_TIMEOUT + 15) * 1000);
+    p.ok(bye);
+    const r = await ended(p.callId);
+    expect(r.state).toBe("FAILED");
+    expect(r.errorCode).toBe("RTP_TIMEOUT");
+    // Resumed, we send again.
+    expect(p.rtp.length).toBeGreaterThan(heardBefore);
   });
 
   it("hangs up a call whose RTP stops (RTP_TIMEOUT_SECONDS): BYE, FAILED with RTP_TIMEOUT; /metrics shows the RTP counters", async () => {

@@ -17,8 +17,12 @@
  *   so a peer's own RTP timeout never fires), which the track leaves empty.
  * - Owners: `send(samples, owner)` and `clear(owner)` (a media fork clears
  *   its own audio, not a `<Say>` under way).
+ * - RTP timeout: checked once a second on the playout ticks — no packet
+ *   (audio or telephone-event) received for `timeoutSeconds`, the call not
+ *   held: `onTimeout` listeners, once. On hold the count is suspended, and
+ *   it starts over at the resume.
  * - Hold: while the peer holds the call (sendonly / inactive) nothing is
- *   sent and the RTP timeout is suspended.
+ *   sent.
  */
 import type { Logger } from "../../log.js";
 import { Pacer, realTimers } from "../../rtp/pacer.js";
@@ -28,6 +32,8 @@ import { recordCallRtp } from "./rtp-metrics.js";
 
 export const SAMPLE_RATE = 8000;
 export const FRAME_SAMPLES = 160;
+/** How often (ticks of 20 ms) the RTP timeout is checked: every second. */
+const TIMEOUT_CHECK_TICKS = 50;
 
 let shared: Pacer | undefined;
 
@@ -117,10 +123,18 @@ export class CallMedia {
   private readonly timeoutListeners = new Set<() => void>();
   private finalStats: RtpSessionStats | undefined;
 
+  /** RTP timeout bookkeeping: packets received at the last check, and the tick they last changed. */
+  private receivedAtCheck = 0;
+  private quietSince = 0;
+  private readonly timeoutTicks: number;
+
   private constructor(
     readonly session: RtpSession,
     private readonly log: Logger | undefined,
-  ) {}
+    timeoutSeconds: number,
+  ) {
+    this.timeoutTicks = Math.round((timeoutSeconds * SAMPLE_RATE) / FRAME_SAMPLES);
+  }
 
   /** Binds a port pair (RtpBindError when the range is full); `start` once the call is answered. */
   static async open(options: CallMediaOptions, log?: Logger): Promise<CallMedia> {
@@ -129,16 +143,16 @@ export class CallMedia {
       address: options.address,
       portMin: options.portMin,
       portMax: options.portMax,
-      timeoutSeconds: options.timeoutSeconds,
+      // The timeout is kept here (suspended on hold, restarted on resume), not by the session's one-shot event.
+      timeoutSeconds: 0,
       pacer: options.pacer ?? processPacer(),
       // The negotiated telephone-event decides (in-band detection when the peer offered none).
       events: {
-        audio: (samples) => media?.tick(samples),
+        audio: (samples, frame) => media?.tick(samples, frame.kind),
         dtmf: (digit) => media?.digit(digit),
-        timeout: () => media?.timedOut(),
       },
     });
-    media = new CallMedia(session, log);
+    media = new CallMedia(session, log, options.timeoutSeconds);
     return media;
   }
 
@@ -159,6 +173,8 @@ export class CallMedia {
       if (media.remote.port > 0 && media.remote.address !== "0.0.0.0") this.session.setRemote(media.remote);
     }
     this.session.setSending(!media.hold);
+    // The timeout counts again from a resume.
+    if (before?.hold === true && !media.hold) this.quietSince = this.ticks;
   }
 
   /** Starts sending and playing out (the call is answered). */
@@ -184,9 +200,25 @@ export class CallMedia {
     return this.ticks * FRAME_SAMPLES;
   }
 
-  private tick(samples: Int16Array): void {
-    this.remoteTrack.put(this.position(), samples.slice());
+  private tick(samples: Int16Array, kind: "audio" | "concealed" | "silence"): void {
+    // Silence is what the track renders where nothing was put: not kept.
+    if (kind !== "silence") this.remoteTrack.put(this.position(), samples.slice());
     this.ticks++;
+    if (this.timeoutTicks > 0 && this.ticks % TIMEOUT_CHECK_TICKS === 0) this.checkTimeout();
+  }
+
+  /** Once a second: no RTP (audio or telephone-event) since quietSince for the timeout, not on hold. */
+  private checkTimeout(): void {
+    const received = this.session.stats().received.packets;
+    if (received !== this.receivedAtCheck || this.media?.hold) {
+      this.receivedAtCheck = received;
+      this.quietSince = this.ticks;
+      return;
+    }
+    if (this.ticks - this.quietSince >= this.timeoutTicks) {
+      this.quietSince = Number.POSITIVE_INFINITY; // once
+      this.timedOut();
+    }
   }
 
   private digit(key: string): void {
@@ -194,7 +226,7 @@ export class CallMedia {
   }
 
   private timedOut(): void {
-    if (this.closed || this.media?.hold) return; // suspended while the peer holds the call
+    if (this.closed) return;
     for (const l of [...this.timeoutListeners]) l();
   }
 
