@@ -62,10 +62,24 @@ export class Track {
   /** Where the last sample written ends. */
   end = 0;
 
-  put(at: number, samples: Int16Array): void {
-    if (at < 0 || samples.length === 0) return;
-    this.chunks.push({ at, samples });
+  /** Places `samples` at `at`; the chunk returned may be moved or cut later (then call `changed`). */
+  put(at: number, samples: Int16Array): TrackChunk {
+    const chunk = { at, samples };
+    if (at < 0 || samples.length === 0) return chunk;
+    this.chunks.push(chunk);
     this.end = Math.max(this.end, at + samples.length);
+    return chunk;
+  }
+
+  /** After chunks were moved or cut: empty ones dropped, `end` recomputed. */
+  changed(): void {
+    let end = 0;
+    for (let i = this.chunks.length - 1; i >= 0; i--) {
+      const c = this.chunks[i]!;
+      if (c.samples.length === 0) this.chunks.splice(i, 1);
+      else end = Math.max(end, c.at + c.samples.length);
+    }
+    this.end = end;
   }
 
   /** Samples [from, from + out.length) added into `out` (clipped), zeros where nothing was. */
@@ -100,9 +114,16 @@ export class Track {
   }
 }
 
-interface Queued {
-  length: number;
+export interface TrackChunk {
+  at: number;
   samples: Int16Array;
+}
+
+interface Queued {
+  /** Samples of it still in the session's queue (all of them, but for the first item). */
+  pending: number;
+  /** Where it is in the local track (the whole of it). */
+  chunk: TrackChunk;
   owner: unknown;
   done: (sent: boolean) => void;
   settled: boolean;
@@ -261,9 +282,9 @@ export class CallMedia {
     if (this.closed || !this.started) return Promise.resolve(false);
     if (samples.length === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const item: Queued = { length: samples.length, samples, owner, done: resolve, settled: false };
       const at = Math.max(this.position(), this.localEnd);
-      this.localTrack.put(at, samples);
+      const chunk = this.localTrack.put(at, samples);
+      const item: Queued = { pending: samples.length, chunk, owner, done: resolve, settled: false };
       this.localEnd = at + samples.length;
       this.queue.push(item);
       this.session.play(samples, (sent) => this.settle(item, sent));
@@ -282,7 +303,7 @@ export class CallMedia {
     if (!this.queue.some((q) => q.owner === owner)) return;
     // What is left of each item: the first is partly sent.
     const remaining = Math.round(this.session.queued * 8);
-    const left = this.queue.map((q) => q.length);
+    const left = this.queue.map((q) => q.pending);
     const rest = left.slice(1).reduce((a, b) => a + b, 0);
     left[0] = Math.max(0, remaining - rest);
     const items = this.queue;
@@ -290,21 +311,26 @@ export class CallMedia {
     this.session.clear();
     this.requeueing = false;
     this.queue = [];
+    // Where what has gone out ends; what plays on follows from there.
     let cut = this.localEnd - remaining;
-    this.localEnd = cut;
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
+      const whole = item.chunk.samples;
+      const sent = whole.length - left[i]!;
       if (item.owner === owner) {
+        item.chunk.samples = whole.subarray(0, sent); // the track keeps what went out
         item.settled = true;
         item.done(false);
         continue;
       }
-      const tail = item.samples.subarray(item.samples.length - left[i]!);
+      item.chunk.at = cut - sent;
+      item.pending = left[i]!;
+      cut += left[i]!;
       this.queue.push(item);
-      this.localEnd = cut + tail.length;
-      cut = this.localEnd;
-      this.session.play(tail, (sent) => this.settle(item, sent));
+      this.session.play(whole.subarray(sent), (ok) => this.settle(item, ok));
     }
+    this.localEnd = cut;
+    this.localTrack.changed();
   }
 
   /** Samples queued by `owner` and not sent yet. */
@@ -315,7 +341,7 @@ export class CallMedia {
     let rest = 0;
     for (let i = this.queue.length - 1; i >= 0; i--) {
       const q = this.queue[i]!;
-      const size = i === 0 ? Math.max(0, remaining - rest) : q.length;
+      const size = i === 0 ? Math.max(0, remaining - rest) : q.pending;
       if (q.owner === owner) n += size;
       rest += size;
     }
