@@ -120,7 +120,7 @@ export interface Config {
     /** SIP_GUARD_*: per-source limits and blocks at the edge (src/sip/guard.ts). */
     guard: SipGuardSettings;
   };
-  /** SIP_OUTBOUND, RTP_PORT_MIN, RTP_PORT_MAX: real calls over the SIP edge (src/telephony/sip-carrier/settings.ts). */
+  /** SIP_OUTBOUND, RTP_PORT_MIN, RTP_PORT_MAX, RTP_TIMEOUT_SECONDS: real calls over the SIP edge (src/telephony/sip-carrier/settings.ts). */
   sipCarrier: SipCarrierSettings;
   /** SIP domains: base domain and the collaboration platform (src/voice/sip-domains/config.ts). */
   sipDomains: SipDomainsConfig;

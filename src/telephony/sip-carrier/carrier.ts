@@ -1,6 +1,7 @@
 /**
  * The SipCarrier: the Carrier (../carrier.ts) of real calls over the SIP
- * edge's endpoint (src/sip/), one RTP session per call (./rtp-session.ts).
+ * edge's endpoint (src/sip/), one RTP session per call (./call-media.ts
+ * over src/rtp/session.ts, all paced by the process's one Pacer).
  *
  * Incoming: the edge's INVITE handler (./inbound.ts) has authorized the
  * INVITE and negotiated its SDP; it `hold`s the INVITE under its Call-ID
@@ -12,6 +13,13 @@
  * CANCEL (the endpoint answers 200 and 487) or a BYE from the caller ends
  * the leg `remote-hangup`. Re-INVITEs are answered with the same media
  * (our port and codec; the peer's new address, hold or resume followed).
+ * In-dialog INFO: `application/dtmf-relay` and `application/dtmf` bodies are
+ * keys of the call (200; 400 naming what is wrong with a body that holds no
+ * key); an INFO without a body is answered 200 (a keep-alive); any other
+ * body 415 with the Accept header naming the two (RFC 6086 §4.2.2 leaves
+ * legacy INFO usage to the parties; 415 tells the peer to use another way,
+ * e.g. RFC 4733, instead of its keys silently vanishing). OPTIONS and
+ * UPDATE: 200.
  *
  * Outgoing (`placeCall` to a `sip:` URI, ./outbound.ts resolves where to):
  * INVITE with an offer (PCMU, PCMA, telephone-event; Call-ID `<call id>@<host
@@ -48,15 +56,14 @@ import type {
   IncomingCallRequest,
 } from "../carrier.js";
 import type { Scheduler } from "../scheduler.js";
+import { CallMedia, type CallMediaOptions } from "./call-media.js";
 import { type LegSignalling, SipLeg } from "./leg.js";
-import type { RtpPorts } from "./rtp-ports.js";
-import { RtpSession } from "./rtp-session.js";
 
 /** An authorized INVITE waiting for the engine's receiveCall. */
 interface HeldInvite {
   tx: ServerTransaction;
   source: Peer;
-  session: RtpSession;
+  session: CallMedia;
   answerSdp: string;
   leg: SipLeg | undefined;
   cancelled: boolean;
@@ -72,7 +79,8 @@ export interface SipCarrierOptions {
   endpoint: SipEndpoint;
   /** Real time: RTP pacing and SIP timers (never a scaled simulator's). */
   scheduler: Scheduler;
-  ports: RtpPorts;
+  /** Where RTP sockets are bound (RTP_PORT_MIN, RTP_PORT_MAX) and RTP_TIMEOUT_SECONDS. */
+  media: CallMediaOptions;
   /** The address written in SDP (SIP_ADVERTISED_HOST, else the bound address). */
   mediaAddress: string;
   log: Logger;
@@ -91,7 +99,7 @@ export const SIP_ERROR_PREFIX = "SIP_";
 export class SipCarrier implements Carrier {
   readonly layer: DialogLayer;
   private readonly held = new Map<string, HeldInvite>();
-  private readonly byDialog = new Map<string, { leg: SipLeg; session: RtpSession; version: number }>();
+  private readonly byDialog = new Map<string, { leg: SipLeg; session: CallMedia; version: number }>();
   private sessionIds = Math.floor(Math.random() * 1_000_000);
 
   constructor(private readonly options: SipCarrierOptions) {
@@ -112,14 +120,14 @@ export class SipCarrier implements Carrier {
     });
   }
 
-  /** A new RTP session (its socket bound in the RTP port range). */
-  async openSession(): Promise<RtpSession> {
-    return new RtpSession(await this.options.ports.open(), this.options.scheduler, this.options.mediaAddress);
+  /** A new RTP session (its sockets bound in the RTP port range; RtpBindError when it is full). */
+  async openSession(): Promise<CallMedia> {
+    return CallMedia.open(this.options.media, this.options.log);
   }
 
   /** Our SDP for a session: an answer to `offer`, or an offer. */
   private sdp(
-    session: RtpSession,
+    session: CallMedia,
     offer: string | undefined,
     version: number,
   ): { sdp: string; negotiated?: Negotiated } {
@@ -137,7 +145,7 @@ export class SipCarrier implements Carrier {
    * (SdpError: no common codec) and keeps it under its Call-ID. The INVITE
    * being cancelled meanwhile is remembered.
    */
-  hold(callId: string, tx: ServerTransaction, source: Peer, offer: string, session: RtpSession): void {
+  hold(callId: string, tx: ServerTransaction, source: Peer, offer: string, session: CallMedia): void {
     const { sdp, negotiated } = this.sdp(session, offer, 1);
     session.configure(negotiated!);
     const held: HeldInvite = { tx, source, session, answerSdp: sdp, leg: undefined, cancelled: false };
@@ -219,11 +227,15 @@ export class SipCarrier implements Carrier {
     }
   }
 
-  /** An in-dialog request other than BYE/ACK: re-INVITE answered with the same media, OPTIONS/INFO 200. */
+  /** An in-dialog request other than BYE/ACK: re-INVITE answered with the same media, INFO's keys, OPTIONS/UPDATE 200. */
   private inDialog(dialog: Dialog, tx: ServerTransaction): void {
     const method = tx.request.method;
+    if (method === "INFO") {
+      this.info(dialog, tx);
+      return;
+    }
     if (method !== "INVITE") {
-      if (method === "OPTIONS" || method === "INFO" || method === "UPDATE") tx.respond(tx.reply(200));
+      if (method === "OPTIONS" || method === "UPDATE") tx.respond(tx.reply(200));
       else
         tx.respond(tx.reply(405, undefined, [["Allow", "INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, UPDATE"]]));
       return;
@@ -243,6 +255,32 @@ export class SipCarrier implements Carrier {
       if (!(err instanceof SdpError)) throw err;
       tx.respond(tx.reply(488, `Not Acceptable Here: ${err.message}`));
     }
+  }
+
+  /** In-dialog INFO: DTMF relay bodies become the call's keys (see the header comment). */
+  private info(dialog: Dialog, tx: ServerTransaction): void {
+    const body = tx.request.body;
+    if (body.length === 0) {
+      tx.respond(tx.reply(200));
+      return;
+    }
+    const type = (tx.request.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== "application/dtmf-relay" && type !== "application/dtmf") {
+      tx.respond(tx.reply(415, undefined, [["Accept", "application/dtmf-relay, application/dtmf"]]));
+      return;
+    }
+    const entry = this.byDialog.get(dialog.id);
+    if (entry === undefined) {
+      tx.respond(tx.reply(481));
+      return;
+    }
+    const result = entry.session.dtmfInfo(type, body.toString("utf8"));
+    if ("error" in result) {
+      // The reason phrase names what is wrong; a control character cannot reach it (the parser's messages quote with JSON).
+      tx.respond(tx.reply(400, `Bad Request: ${type} ${result.error}`.replace(/[\r\n]/g, " ")));
+      return;
+    }
+    tx.respond(tx.reply(200));
   }
 
   async placeCall(request: CarrierCallRequest, events: CarrierEvents): Promise<CarrierLeg> {

@@ -42,6 +42,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import type { Logger } from "../../log.js";
+import { RtpBindError } from "../../rtp/session.js";
 import type { RequestHandler } from "../../sip/endpoint.js";
 import type { SipGuard } from "../../sip/guard.js";
 import { callIdOf, fromOf } from "../../sip/message.js";
@@ -56,7 +57,6 @@ import type { SipUsersDomain } from "../../voice/sip-users/domain.js";
 import type { DigestRealms } from "../sip-edge/digest-realms.js";
 import { domainIdOf, guessing } from "../sip-edge/register.js";
 import type { SipCarrier } from "./carrier.js";
-import { NoRtpPortError } from "./rtp-ports.js";
 
 export interface InviteDeps {
   carrier: SipCarrier;
@@ -193,7 +193,7 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
     try {
       session = await deps.carrier.openSession();
     } catch (err) {
-      if (!(err instanceof NoRtpPortError)) throw err;
+      if (!(err instanceof RtpBindError)) throw err;
       deps.log.warn({ err }, "no RTP port for an incoming SIP call");
       refuse(tx, source, 503, "Service Unavailable (No RTP Port)", "no-rtp-port", [["Retry-After", "5"]]);
       return;

@@ -1,6 +1,7 @@
 /**
  * One call leg over SIP (a CarrierLeg, ../carrier.ts): its state as the
- * engine sees it, and its media on the call's RtpSession (./rtp-session.ts).
+ * engine sees it, and its media on the call's CallMedia (./call-media.ts:
+ * the RTP session of src/rtp/session.ts on the process's one pacer).
  * The SIP side (200/486/603/480 to an INVITE, CANCEL, BYE) is the carrier's,
  * reached through `LegSignalling`; the carrier tells the leg what the
  * network did (ringing, answered, ended).
@@ -15,17 +16,22 @@
  *   packet left (completed) or the leg ended (not completed); an engine that
  *   cannot speak rejects (SpeechError), which ends the call
  *   SPEECH_UNAVAILABLE as on the simulator;
- * - `capture` (call recording): channel [0] = what the peer sent plus what
- *   we sent, by RTP timestamp; never a second channel (bridging is not
+ * - `capture` (call recording): channel [0] = what the peer sent (as the
+ *   jitter buffer played it out, lost frames concealed) plus what we sent; never a second channel (bridging is not
  *   built); no `speech` (nothing transcribes real audio here);
  * - `recordCaller`: the peer's audio until maxSeconds, the stop key (RFC
- *   4733), the leg's end, or silenceTimeoutSeconds without a sample louder
+ *   4733, SIP INFO or in-band), the leg's end, or silenceTimeoutSeconds without a sample louder
  *   than SILENCE_LEVEL;
- * - `collectDigits`: RFC 4733 telephone-events, each press once; keys
+ * - `collectDigits`: keys by any of the three methods, each press once; keys
  *   pressed while nothing collects wait for the next collection;
  * - `fork`: the peer's audio every frame (each frame handed out 60 ms after
  *   its end, so packets a little late are in it), and samples given played
  *   out;
+ * - keys come by RFC 4733, SIP INFO (application/dtmf-relay, application/dtmf:
+ *   the carrier hands the body to the media) or in-band tones (detected when
+ *   the peer offered no telephone-event);
+ * - no RTP for RTP_TIMEOUT_SECONDS (not while the peer holds the call): BYE,
+ *   and the call ends FAILED with RTP_TIMEOUT;
  * - `bridge` throws: relaying media between two legs is issue #28.
  */
 
@@ -49,13 +55,17 @@ import type {
 } from "../carrier.js";
 import type { Scheduler, Timer } from "../scheduler.js";
 import { SAY_LEVEL, soundOfUri, speechSeconds, TONE_LEVEL } from "../simulator/media.js";
-import { type RtpSession, SAMPLE_RATE } from "./rtp-session.js";
+import { type CallMedia, SAMPLE_RATE } from "./call-media.js";
+import { recordRtpTimeout } from "./rtp-metrics.js";
 
 /** Samples at or below this magnitude count as silence for Record's silence timeout. */
 export const SILENCE_LEVEL = 300;
 
 /** How far (samples) a fork's frames trail real time, so late packets still make their frame: 60 ms. */
 export const FORK_PLAYOUT_DELAY = 480;
+
+/** The error code of a call hung up because no RTP came for RTP_TIMEOUT_SECONDS. */
+export const RTP_TIMEOUT = "RTP_TIMEOUT";
 
 /** What the leg asks of the SIP side. */
 export interface LegSignalling {
@@ -83,7 +93,7 @@ export class SipLeg implements CarrierLeg {
     readonly callId: string,
     readonly direction: "incoming" | "outgoing",
     private readonly events: CarrierEvents,
-    readonly session: RtpSession,
+    readonly session: CallMedia,
     private readonly scheduler: Scheduler,
     private readonly signalling: LegSignalling,
     private readonly speech?: SpeechEngine,
@@ -91,6 +101,16 @@ export class SipLeg implements CarrierLeg {
     session.onDigit((key) => {
       this.keys += key;
       this.keyListener?.();
+    });
+    session.onTimeout(() => {
+      if (this.state !== "answered") return;
+      recordRtpTimeout();
+      this.signalling.bye();
+      this.end({
+        cause: "failed",
+        errorCode: RTP_TIMEOUT,
+        errorMessage: "No RTP came from the other party for RTP_TIMEOUT_SECONDS; the call was hung up",
+      });
     });
   }
 
@@ -117,7 +137,7 @@ export class SipLeg implements CarrierLeg {
     if (this.state === "ended") return;
     this.state = "ended";
     this.endPosition = this.session.position();
-    this.session.close();
+    this.session.close(this.callId);
     for (const w of [...this.waiters]) w();
     this.waiters.clear();
     this.events.ended(end);

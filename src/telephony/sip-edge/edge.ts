@@ -44,7 +44,7 @@ import { RealScheduler } from "../scheduler.js";
 import { SipCarrier } from "../sip-carrier/carrier.js";
 import { inviteHandler } from "../sip-carrier/inbound.js";
 import { outboundTargets } from "../sip-carrier/outbound.js";
-import { RtpPorts } from "../sip-carrier/rtp-ports.js";
+import { rtpMediaOptions } from "../sip-carrier/settings.js";
 import { SipCapture } from "./capture.js";
 import { DigestRealms } from "./digest-realms.js";
 import { DomainCache } from "./domain-cache.js";
@@ -197,7 +197,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     const carrier = new SipCarrier({
       endpoint,
       scheduler: endpoint.scheduler,
-      ports: new RtpPorts(sip.host, config.sipCarrier.rtpPortMin, config.sipCarrier.rtpPortMax),
+      media: rtpMediaOptions(sip.host, config.sipCarrier),
       mediaAddress: sip.advertisedHost ?? endpoint.transport.local("UDP")?.address ?? sip.host,
       log,
       targetsOf: outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain }),
