@@ -288,9 +288,13 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
  * otherwise (national formats, `00` prefixes: a trunk must send E.164).
  */
 export function trunkNumberOf(user: string): string | undefined {
-  const text = decodeURIComponent(user)
-    .split(";")[0]!
-    .replace(/[-.()\s]/g, "");
+  let text: string;
+  try {
+    text = decodeURIComponent(user);
+  } catch {
+    return undefined;
+  }
+  text = text.split(";")[0]!.replace(/[-.()\s]/g, "");
   const m = /^\+?([1-9][0-9]{1,14})$/.exec(text);
   return m === null ? undefined : `+${m[1]}`;
 }
