@@ -12,7 +12,9 @@
  *   `transport=tcp` / `transport=tls` for those trunks.
  * - The next hop: the trunk's address (its host resolved by A/AAAA lookup,
  *   no SRV/NAPTR), port as given or 5060 (5061 for TLS), over its
- *   transport. TLS uses the SIP transport's client TLS (the system's CAs).
+ *   transport. TLS uses the SIP transport's client TLS (the system's CAs),
+ *   connecting to the host by name so its certificate is checked against
+ *   that name (no test covers TLS towards a trunk yet).
  * - Digest: a DigestClient with the trunk's username and password (readable
  *   through secret-box.ts) when a password is stored; otherwise challenges
  *   go unanswered and the next trunk is tried.
@@ -55,7 +57,8 @@ export function trunkTargets(deps: {
       const transport = trunk.transport as TransportName;
       const { host, port } = trunkHostPort(trunk.address, transport);
       let address = host;
-      if (isIP(host) === 0) {
+      // TLS connects to the name itself, so the certificate is checked against it.
+      if (isIP(host) === 0 && transport !== "TLS") {
         try {
           address = (await lookup(host)).address;
         } catch {
