@@ -20,8 +20,14 @@
  * final answer within timeoutSeconds → CANCEL and no-answer; other 3xx-6xx
  * (and 408 from the transaction) failed with error code `SIP_<status>`; an
  * answer without a usable SDP: BYE, failed SIP_488. 401/407 are answered
- * once with `credentialsFor(request)` (none by default: the trunk work
- * plugs into it).
+ * once: with the target's trunk DigestClient (./trunk-targets.ts), else with
+ * `credentialsFor(request)` (none by default).
+ *
+ * Targets are tried one after the other while `failsOver` says so: a
+ * registered contact on 408/480/503; a carrier trunk on 408, 5xx, a second
+ * 401/407, or silence (not even 100) for TRUNK_NO_RESPONSE_SECONDS — its
+ * INVITE is then abandoned, and a late 2xx to it is hung up with BYE. Other
+ * answers (486, 603, 404…) are the far end's and end the call.
  */
 import type { Logger } from "../../log.js";
 import type { SpeechEngine } from "../../media/speech/engine.js";
