@@ -430,4 +430,41 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     reply(carrier, out, "487 Request Terminated");
     await row(p.callId, true);
   });
+
+  it("answers a PSTN_TRUNK caller when the trunk answers; a BYE on one side reaches the other", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}` });
+    await settle();
+    const fqdn = await pstnDomain();
+    const p = await phone();
+    const far = await phone(); // the far end's RTP socket
+    const uri = `sip:${FAR_NUMBER}@${fqdn}`;
+    const { branch, cseq } = p.invite(uri, { from: "sip:+61255500001@127.0.0.1" });
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    reply(carrier, out, "180 Ringing");
+    reply(
+      carrier,
+      out,
+      "200 OK",
+      [`Contact: <sip:carrier@127.0.0.1:${carrier.port}>`],
+      answerSdp(far.rtpPort),
+    );
+    await carrier.inbox.next((m) => m.method === "ACK", 15_000);
+    const ok = await p.sip.inbox.next(
+      (m) => final(branch)(m) && m.header("CSeq") === `${cseq} INVITE`,
+      15_000,
+    );
+    expect(ok.status).toBe(200);
+    expect(ok.header("Content-Type")).toBe("application/sdp");
+    p.learn(ok);
+    p.inDialog("ACK", uri, { cseq });
+    // Signalling only: the caller hangs up, the trunk leg is hung up too. (Until
+    // SipLeg.bridge relays media — another branch — the engine may end both
+    // legs itself right after the answer; either way both get their BYE.)
+    p.inDialog("BYE", uri);
+    const bye = await carrier.inbox.next((m) => m.method === "BYE", 15_000);
+    expect(bye.header("Call-ID")).toBe(out.header("Call-ID"));
+    reply(carrier, bye, "200 OK");
+    await row(p.callId, true);
+  });
 });
