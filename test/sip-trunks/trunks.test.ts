@@ -7,7 +7,7 @@
  *   with a digest the test recomputes itself; the handler's <Say> arrives as
  *   RTP. Failover to the next trunk by priority on 503 and on a trunk that
  *   never answers; 486 from the far end is the call's answer (BUSY), the next
- *   trunk never tried.
+ *   trunk never tried. A TCP trunk is reached over TCP (`transport=tcp`).
  * - In: an INVITE from a trunk's inbound network to a held number (with or
  *   without `+`) rings the number's VoiceML handler (a real HTTP receiver)
  *   and is answered with RTP; a number nobody holds → 404; a source outside
@@ -18,6 +18,7 @@
  *   (Signalling only: the media bridge of two SIP legs is another branch's.)
  */
 import { createHash } from "node:crypto";
+import net from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { eq } from "drizzle-orm";
@@ -33,7 +34,7 @@ import { type CallRow, calls } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
 import { TRUNK_CACHE_SECONDS } from "../../src/voice/sip-trunks/routing.js";
 import { addBlock, numberingClients, provision } from "../numbering/support.js";
-import { type Received, UdpUa } from "../sip/ua.js";
+import { Received, UdpUa } from "../sip/ua.js";
 import { Phone } from "../sip-carrier/phone.js";
 import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
 import { xml } from "../support/calls.js";
@@ -466,5 +467,62 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     expect(bye.header("Call-ID")).toBe(out.header("Call-ID"));
     reply(carrier, bye, "200 OK");
     await row(p.callId, true);
+  });
+
+  it("reaches a TCP trunk over TCP (transport=tcp in the Request-URI); its 486 is the call's BUSY", async () => {
+    // A fake trunk listening on TCP: literal SIP framed by Content-Length, answered on the same connection.
+    const received: Received[] = [];
+    let connection: net.Socket | undefined;
+    const server = net.createServer((socket) => {
+      connection = socket;
+      let buffer = "";
+      socket.on("data", (chunk: Buffer) => {
+        buffer += chunk.toString("utf8");
+        for (;;) {
+          const end = buffer.indexOf("\r\n\r\n");
+          if (end < 0) break;
+          const length = Number(/^content-length: *(\d+)/im.exec(buffer.slice(0, end))?.[1] ?? 0);
+          if (buffer.length < end + 4 + length) break;
+          received.push(new Received(buffer.slice(0, end + 4 + length)));
+          buffer = buffer.slice(end + 4 + length);
+        }
+      });
+      socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    sockets.push({ close: () => server.close() });
+    const port = (server.address() as net.AddressInfo).port;
+    const created = await createTestClient(SipTrunks, database.db, systemClock).createSipTrunk({
+      sipTrunkId: `tcp-${Math.random().toString(36).slice(2, 8)}`,
+      sipTrunk: { address: `127.0.0.1:${port}`, transport: SipTrunk_Transport.TCP, enabled: true },
+    });
+    trunkNames.push(created.name);
+    await settle();
+    const { call } = await callOut();
+    const deadline = Date.now() + 15_000;
+    while (!received.some(isInvite)) {
+      if (Date.now() > deadline) throw new Error("no INVITE over TCP");
+      await sleep(20);
+    }
+    const invite = received.find(isInvite)!;
+    expect(
+      invite.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${port};transport=tcp;user=phone SIP/2.0`),
+    ).toBe(true);
+    expect(invite.headers("Via")[0]).toMatch(/^SIP\/2\.0\/TCP /);
+    const to = invite.header("To")!;
+    connection!.write(
+      [
+        "SIP/2.0 486 Busy Here",
+        ...invite.headers("Via").map((v) => `Via: ${v}`),
+        `From: ${invite.header("From")}`,
+        `To: ${to};tag=tcp1`,
+        `Call-ID: ${invite.header("Call-ID")}`,
+        `CSeq: ${invite.header("CSeq")}`,
+        "Content-Length: 0",
+        "",
+        "",
+      ].join("\r\n"),
+    );
+    expect((await ended(call.name)).state).toBe(Call_State.BUSY);
   });
 });
