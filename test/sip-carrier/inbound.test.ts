@@ -201,13 +201,13 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
     expect(await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId))).toEqual([]);
   });
 
-  it("refuses a PSTN_TRUNK domain with 501 (the trunk work is not built) and records no call", async () => {
+  it("refuses a PSTN_TRUNK domain with 503 while no carrier trunk is enabled, and records no call", async () => {
     const { fqdn } = await domain("<Say>never</Say>", { mode: Mode.PSTN_TRUNK });
     const p = await phone();
     const { branch } = p.invite(`sip:+61491570156@${fqdn}`);
     const res = await p.sip.inbox.next(final(branch));
-    expect(res.status).toBe(501);
-    expect(res.reason).toMatch(/not implemented/i);
+    expect(res.status).toBe(503);
+    expect(res.reason).toBe("Service Unavailable (No Carrier Trunk)");
     expect(await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId))).toEqual([]);
   });
 

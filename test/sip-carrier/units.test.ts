@@ -103,4 +103,24 @@ describe("CarrierRouter", () => {
     router.attachSip(carrier("sip", seen), { outbound: false });
     expect(router.carrierFor("sip:bob@example.com")).toBe(simulator);
   });
+
+  it("sends numbers (+E164, tel:) to the SIP carrier only while a trunk is enabled", async () => {
+    const seen: string[] = [];
+    const router = new CarrierRouter(carrier("sim", seen));
+    let enabled = false;
+    router.attachSip(carrier("sip", seen), { outbound: false, trunks: { any: async () => enabled } });
+    const place = (callId: string, to: string) =>
+      router.placeCall({ callId, to, from: "+61255501234", timeoutSeconds: 5 }, events);
+    await place("a", "+61491570156");
+    enabled = true;
+    await place("b", "+61491570156");
+    await place("c", "tel:+61491570156");
+    await place("d", "sip:bob@example.com");
+    expect(seen).toEqual([
+      "sim place +61491570156",
+      "sip place +61491570156",
+      "sip place tel:+61491570156",
+      "sim place sip:bob@example.com",
+    ]);
+  });
 });

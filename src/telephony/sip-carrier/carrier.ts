@@ -28,16 +28,23 @@
  * final answer within timeoutSeconds → CANCEL and no-answer; other 3xx-6xx
  * (and 408 from the transaction) failed with error code `SIP_<status>`; an
  * answer without a usable SDP: BYE, failed SIP_488. 401/407 are answered
- * once with `credentialsFor(request)` (none by default: the trunk work
- * plugs into it).
+ * once: with the target's trunk DigestClient (./trunk-targets.ts), else with
+ * `credentialsFor(request)` (none by default).
+ *
+ * Targets are tried one after the other while `failsOver` says so: a
+ * registered contact on 408/480/503; a carrier trunk on 408, 5xx, a second
+ * 401/407, or silence (not even 100) for TRUNK_NO_RESPONSE_SECONDS — its
+ * INVITE is then abandoned, and a late 2xx to it is hung up with BYE. Other
+ * answers (486, 603, 404…) are the far end's and end the call.
  */
 import type { Logger } from "../../log.js";
 import type { SpeechEngine } from "../../media/speech/engine.js";
 import type { Credentials } from "../../sip/authorize.js";
+import type { DigestClient } from "../../sip/client-digest.js";
 import type { Dialog } from "../../sip/dialog.js";
 import { DialogLayer } from "../../sip/dialog-layer.js";
 import type { SipEndpoint } from "../../sip/endpoint.js";
-import type { SipResponse } from "../../sip/message.js";
+import { SipHeaders, type SipResponse } from "../../sip/message.js";
 import {
   createAnswer,
   createOffer,
@@ -73,6 +80,26 @@ interface HeldInvite {
 export interface OutboundTarget {
   uri: string;
   destination: Peer;
+  /** The To header's URI (default: the call's `to`). */
+  to?: string;
+  /** A carrier trunk (./trunk-targets.ts): its id, and the digest client answering its challenges. */
+  trunk?: { id: string; digest: DigestClient | undefined };
+}
+
+/**
+ * How long a trunk may stay silent (not even 100 Trying) before the call
+ * gives up on it and tries the next trunk: the trunk is taken as down.
+ */
+export const TRUNK_NO_RESPONSE_SECONDS = 5;
+
+/** Whether a final answer from a target lets the call try the next one. */
+export function failsOver(target: OutboundTarget, status: number): boolean {
+  // A trunk: it did not answer (408), failed (5xx) or refused our credentials
+  // (401/407 again); 4xx/6xx are the far end's answer (486 busy, 404, 603).
+  if (target.trunk !== undefined)
+    return status === 408 || status === 401 || status === 407 || (status >= 500 && status < 600);
+  // A registered contact that does not answer, is unavailable or overloaded.
+  return status === 408 || status === 480 || status === 503;
 }
 
 export interface SipCarrierOptions {
@@ -322,26 +349,56 @@ export class SipCarrier implements Carrier {
       leg.end({ cause: "failed", errorCode: `${SIP_ERROR_PREFIX}${status}`, errorMessage: message });
     const attempt = async (target: OutboundTarget) => {
       destination = target.destination;
+      transaction = undefined;
       const offer = this.sdp(session, undefined, 1).sdp;
-      const credentials = this.options.credentialsFor?.(request);
+      const credentials = target.trunk === undefined ? this.options.credentialsFor?.(request) : undefined;
+      const digest = target.trunk?.digest;
       const from = request.from.startsWith("sip:")
         ? `<${request.from}>`
         : `<sip:${request.from === "" ? "anonymous" : request.from}@${this.options.endpoint.sentBy(destination.transport).host}>`;
-      return this.layer.invite(target.uri, destination, {
+      let heard = false;
+      let abandoned = false;
+      const sent = this.layer.invite(target.uri, destination, {
         from,
-        to: `<${request.to}>`,
+        to: `<${target.to ?? request.to}>`,
         // What the Call shows as sip_call_id (src/voice/calls/proto.ts): the call's id at the host of `to`.
         callId: sipCallIdOf(request),
         body: Buffer.from(offer),
         ...(credentials === undefined ? {} : { credentials }),
+        ...(digest === undefined ? {} : { digest }),
         progress: (r) => {
+          heard = true;
+          if (abandoned) return;
           if ((r.status === 180 || r.status === 183) && leg.state === "setup") leg.rang();
         },
         started: (tx) => {
+          if (abandoned) return;
           transaction = tx;
           // Hung up while the INVITE was being prepared: cancel it at once.
           if (leg.state === "ended") cancel();
         },
+      });
+      if (target.trunk === undefined) return sent;
+      // A trunk that says nothing at all within TRUNK_NO_RESPONSE_SECONDS is taken as down.
+      return new Promise<Awaited<typeof sent>>((resolve) => {
+        let settled = false;
+        const silence = this.options.scheduler.after(TRUNK_NO_RESPONSE_SECONDS, () => {
+          if (heard || settled) return;
+          settled = true;
+          abandoned = true;
+          transaction = undefined;
+          resolve({ response: { ...noResponse(target) }, dialog: undefined });
+        });
+        void sent.then((result) => {
+          silence.cancel();
+          if (!settled) {
+            settled = true;
+            resolve(result);
+          } else if (result.dialog !== undefined) {
+            // The trunk answered after we gave up on it: that call is not wanted.
+            result.dialog.bye().catch(() => {});
+          }
+        });
       });
     };
     const run = async () => {
@@ -349,16 +406,21 @@ export class SipCarrier implements Carrier {
       const targets = await this.options.targetsOf(request.to);
       if (targets.length === 0) {
         timer.cancel();
-        fail(404, `${request.to} cannot be reached: no registered contact or address`);
+        fail(404, `${request.to} cannot be reached: no registered contact, address or enabled trunk`);
         return;
       }
       let result: Awaited<ReturnType<typeof attempt>> | undefined;
-      // Serially: a contact that does not answer at all (408), is unavailable (480) or
-      // overloaded (503) gives way to the next one.
+      // Serially: a target that fails (failsOver) gives way to the next one.
       for (const target of targets) {
         if (leg.state === "ended") break;
         result = await attempt(target);
-        if (![408, 480, 503].includes(result.response.status)) break;
+        if (!failsOver(target, result.response.status)) break;
+        if (target.trunk !== undefined) {
+          this.options.log.warn(
+            { call: request.callId, trunk: target.trunk.id, status: result.response.status },
+            "carrier trunk failed: trying the next one",
+          );
+        }
       }
       timer.cancel();
       if (result === undefined) return;
@@ -391,6 +453,17 @@ export class SipCarrier implements Carrier {
     });
     return leg;
   }
+}
+
+/** What a trunk that never answered is taken to have said. */
+function noResponse(target: OutboundTarget): SipResponse {
+  return {
+    kind: "response",
+    status: 408,
+    reason: `Request Timeout (trunk ${target.trunk?.id ?? ""} did not respond)`,
+    headers: new SipHeaders(),
+    body: Buffer.alloc(0),
+  };
 }
 
 /** The Call-ID of an outgoing call: the engine's call id at the host of `to` (as proto.ts derives it). */

@@ -37,14 +37,18 @@ import { SipDomainsDomain } from "../../voice/sip-domains/domain.js";
 import { VoiceStore } from "../../voice/sip-domains/repository.js";
 import { SipCaptureRepository } from "../../voice/sip-info/repository.js";
 import { Registrar } from "../../voice/sip-registrations/registrar.js";
+import { SipTrunksRepository } from "../../voice/sip-trunks/repository.js";
+import { TrunkRouting } from "../../voice/sip-trunks/routing.js";
+import { SecretBox } from "../../voice/sip-trunks/secret-box.js";
 import { cachedSipCredentials } from "../../voice/sip-users/credentials-cache.js";
 import { SipUsersDomain } from "../../voice/sip-users/domain.js";
-import { CarrierRouter } from "../carrier-router.js";
+import { CarrierRouter, isNumberDestination } from "../carrier-router.js";
 import { RealScheduler } from "../scheduler.js";
 import { SipCarrier } from "../sip-carrier/carrier.js";
 import { inviteHandler } from "../sip-carrier/inbound.js";
 import { outboundTargets } from "../sip-carrier/outbound.js";
 import { rtpMediaOptions } from "../sip-carrier/settings.js";
+import { trunkTargets } from "../sip-carrier/trunk-targets.js";
 import { SipCapture } from "./capture.js";
 import { DigestRealms } from "./digest-realms.js";
 import { DomainCache } from "./domain-cache.js";
@@ -194,13 +198,21 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   let sipCarrier: SipCarrier | undefined;
   if (engine !== undefined && router !== undefined) {
     const sipDomains = new SipDomainsDomain(store, options.clock, config.sipDomains, users);
+    // Carrier trunks: read from the database with a short cache (every replica sees admin changes).
+    const trunks = new TrunkRouting(
+      new SipTrunksRepository(options.db),
+      new SecretBox(config.sipCredentialsKey),
+      options.clock,
+    );
+    const toTrunks = trunkTargets({ trunks: () => trunks.trunks() });
+    const toSip = outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain });
     const carrier = new SipCarrier({
       endpoint,
       scheduler: endpoint.scheduler,
       media: rtpMediaOptions(sip.host, config.sipCarrier),
       mediaAddress: sip.advertisedHost ?? endpoint.transport.local("UDP")?.address ?? sip.host,
       log,
-      targetsOf: outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain }),
+      targetsOf: (to) => (isNumberDestination(to) ? toTrunks(to) : toSip(to)),
       ...(options.speech === undefined ? {} : { speech: options.speech }),
       ...(capture === undefined ? {} : { attach: (callId, sipCallId) => capture.attach(callId, sipCallId) }),
     });
@@ -222,9 +234,10 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
         baseDomain: config.sipDomains.baseDomain,
         log,
         refused: count,
+        trunks,
       }),
     );
-    router.attachSip(carrier, { outbound: config.sipCarrier.outbound });
+    router.attachSip(carrier, { outbound: config.sipCarrier.outbound, trunks });
     sipCarrier = carrier;
   } else {
     endpoint.onInvite((tx) => {
