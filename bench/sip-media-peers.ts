@@ -19,6 +19,7 @@
 import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 
 export interface StartMessage {
   start: { sipPort: number; fqdn: string; calls: number; perSecond: number };
@@ -38,6 +39,9 @@ export interface PeersReport {
   kernelDrops: number;
   /** Calls the service hung up before the end. */
   endedEarly: number;
+  /** This process's event-loop delay while measuring (ms): how late its own reading could be. */
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
 }
 
 interface Call {
@@ -107,6 +111,7 @@ async function run(): Promise<void> {
   let sent = 0;
   let endedEarly = 0;
   const histogram = new Float64Array(BUCKETS + 1);
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   const service = { address: "127.0.0.1", port: start.sipPort };
   let answeredCount = 0;
   let failed = 0;
@@ -315,7 +320,12 @@ async function run(): Promise<void> {
   tick();
 
   await settled;
-  process.send!({ established: answeredCount, failed, failures });
+  process.send!({
+    established: answeredCount,
+    failed,
+    failures,
+    ports: calls.filter((c) => c.answered && !c.ended).map((c) => c.rtp.address().port),
+  });
 
   process.on("message", (m: { measure?: boolean; report?: boolean; hangup?: boolean }) => {
     if (m.measure) {
@@ -325,9 +335,12 @@ async function run(): Promise<void> {
       sent = 0;
       histogram.fill(0);
       for (const c of calls) c.lastSeq = -1;
+      loopDelay.reset();
+      loopDelay.enable();
     }
     if (m.report) {
       measuring = false;
+      loopDelay.disable();
       const spacing: Array<[number, number]> = [];
       histogram.forEach((c, i) => {
         if (c > 0) spacing.push([i * BUCKET_MS, c]);
@@ -340,6 +353,8 @@ async function run(): Promise<void> {
         spacing,
         kernelDrops: udpDrops("self"),
         endedEarly,
+        loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+        loopDelayMaxMs: loopDelay.max / 1e6,
       };
       process.send!(report);
     }

@@ -18,6 +18,7 @@ import { fork } from "node:child_process";
 import { join } from "node:path";
 import type { Child } from "./children.js";
 import { ROOT } from "./children.js";
+import { captureSpacing } from "./sip-media-capture.js";
 import { type PeersReport, udpDrops } from "./sip-media-peers.js";
 
 export interface MediaResult {
@@ -27,7 +28,15 @@ export interface MediaResult {
   /** Measured window (wall), s. */
   seconds: number;
   serverCpuMsPerCallSecond: number;
-  /** Spacing of the service's packets at the callers, ms (bucket upper edges, 0.25 ms). */
+  /**
+   * Spacing of the service's packets, ms (bucket upper edges, 0.25 ms): by
+   * the kernel's timestamps of a loopback capture (`spacingSource`
+   * "capture") when dumpcap could capture, else as the callers' event loop
+   * saw them ("callers").
+   */
+  spacingSource: "capture" | "callers";
+  /** Why there is no capture, or what it saw beside the callers' view. */
+  spacingNote: string;
   spacingP1: number;
   spacingP50: number;
   spacingP99: number;
@@ -42,6 +51,9 @@ export interface MediaResult {
   /** Kernel drops on the callers' sockets (their own reading falling behind). */
   droppedAtCallers: number;
   endedEarly: number;
+  /** The callers' own event-loop delay while measuring (p99, max; ms). */
+  callersLoopDelayP99Ms: number;
+  callersLoopDelayMaxMs: number;
   rssBeforeBytes: number;
   rssAfterBytes: number;
   memoryKbPerCall: number;
@@ -82,7 +94,15 @@ function percentile(buckets: Array<[number, number]>, p: number): number {
 
 export async function runMedia(
   server: Child,
-  options: { sipPort: number; fqdn: string; calls: number; seconds: number; perSecond: number },
+  options: {
+    sipPort: number;
+    fqdn: string;
+    calls: number;
+    seconds: number;
+    perSecond: number;
+    /** Scratch directory (the capture file). */
+    dir: string;
+  },
   log: (line: string) => void,
 ): Promise<MediaResult> {
   const rssBefore = server.rssBytes() ?? Number.NaN;
@@ -101,7 +121,12 @@ export async function runMedia(
     });
   try {
     log(`media: ${options.calls} calls at ${options.perSecond}/s, each with G.711 both ways ...`);
-    const up = next<{ established: number; failed: number; failures: Record<string, number> }>();
+    const up = next<{
+      established: number;
+      failed: number;
+      failures: Record<string, number>;
+      ports: number[];
+    }>();
     peers.send({
       start: {
         sipPort: options.sipPort,
@@ -110,7 +135,7 @@ export async function runMedia(
         perSecond: options.perSecond,
       },
     });
-    const { established, failed, failures } = await up;
+    const { established, failed, failures, ports } = await up;
     if (failed > 0) {
       log(`media: failed setups: ${JSON.stringify(failures)}`);
       const error = server.takeLoggedError();
@@ -124,6 +149,11 @@ export async function runMedia(
     const cpu0 = server.cpuMs() ?? Number.NaN;
     const t0 = performance.now();
     peers.send({ measure: true });
+    // A capture of up to 10 s from the window's middle (kernel timestamps).
+    const captureSeconds = Math.max(1, Math.min(10, Math.floor(options.seconds / 3)));
+    const capture = new Promise((r) => setTimeout(r, ((options.seconds - captureSeconds) / 2) * 1000)).then(
+      () => captureSpacing(options.dir, new Set(ports), captureSeconds),
+    );
     await new Promise((r) => setTimeout(r, options.seconds * 1000));
     const cpuMs = (server.cpuMs() ?? Number.NaN) - cpu0;
     const wallMs = performance.now() - t0;
@@ -135,17 +165,27 @@ export async function runMedia(
     const hungUp = next<{ hungUp: true }>();
     peers.send({ hangup: true });
     await hungUp;
-    const spacingCount = report.spacing.reduce((n, [, c]) => n + c, 0);
+    const captured = await capture;
+    const callersView = `callers' event loop: p1 ${percentile(report.spacing, 1)} ms, p50 ${percentile(report.spacing, 50)} ms, p99 ${percentile(report.spacing, 99)} ms`;
+    const useCapture = !("error" in captured) && captured.packets > 0;
+    const spacing = useCapture ? captured.spacing : report.spacing;
+    const spacingNote =
+      "error" in captured
+        ? `no capture (${captured.error}); ${callersView}`
+        : `dumpcap on lo for ${captured.seconds} s: ${captured.packets} packets, ${captured.gaps} sequence gaps, ${captured.captureDropped ?? "?"} dropped by the capture; ${callersView}`;
+    const spacingCount = spacing.reduce((n, [, c]) => n + c, 0);
     return {
       calls: options.calls,
       established,
       failedSetups: failed,
       seconds: wallMs / 1000,
       serverCpuMsPerCallSecond: cpuMs / Math.max(1, established) / (wallMs / 1000),
-      spacingP1: percentile(report.spacing, 1),
-      spacingP50: percentile(report.spacing, 50),
-      spacingP99: percentile(report.spacing, 99),
-      spacingMax: report.spacing.at(-1)?.[0] ?? 0,
+      spacingSource: useCapture ? "capture" : "callers",
+      spacingNote,
+      spacingP1: percentile(spacing, 1),
+      spacingP50: percentile(spacing, 50),
+      spacingP99: percentile(spacing, 99),
+      spacingMax: spacing.at(-1)?.[0] ?? 0,
       spacingCount,
       received: report.received,
       sent: report.sent,
@@ -153,6 +193,8 @@ export async function runMedia(
       droppedAtServer,
       droppedAtCallers: report.kernelDrops,
       endedEarly: report.endedEarly,
+      callersLoopDelayP99Ms: report.loopDelayP99Ms,
+      callersLoopDelayMaxMs: report.loopDelayMaxMs,
       rssBeforeBytes: rssBefore,
       rssAfterBytes: rssAfter,
       memoryKbPerCall: (rssAfter - rssBefore) / 1024 / Math.max(1, established),

@@ -115,7 +115,7 @@ export function mediaTargetChecks(m: MediaResult | { measured: false; why: strin
       measured:
         m.spacingCount === 0
           ? "no consecutive packets received"
-          : `p1 ${m.spacingP1} ms, p50 ${m.spacingP50} ms, p99 ${m.spacingP99} ms, largest ${m.spacingMax} ms over ${m.spacingCount} intervals (0.25 ms buckets)`,
+          : `p1 ${m.spacingP1} ms, p50 ${m.spacingP50} ms, p99 ${m.spacingP99} ms, largest ${m.spacingMax} ms over ${m.spacingCount} intervals (0.25 ms buckets; ${m.spacingSource === "capture" ? "kernel timestamps of a loopback capture" : "the callers' timestamps"}). ${m.spacingNote}; the callers' event-loop delay p99 ${m.callersLoopDelayP99Ms.toFixed(1)} ms, max ${m.callersLoopDelayMaxMs.toFixed(1)} ms`,
       // Both tails: 98% of the intervals within 17..23 ms (a burst shows as a low p1).
       holds: m.spacingCount === 0 ? false : m.spacingP99 <= 23 && m.spacingP1 >= 17,
     },

@@ -407,7 +407,7 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
       const mediaFqdn = `${mediaDomain.sipDomainId}.${BASE_DOMAIN}`;
       media = await runMedia(
         server,
-        { sipPort, fqdn: mediaFqdn, calls: MEDIA_CALLS, seconds: MEDIA_SECONDS, perSecond: MEDIA_RATE },
+        { sipPort, fqdn: mediaFqdn, calls: MEDIA_CALLS, seconds: MEDIA_SECONDS, perSecond: MEDIA_RATE, dir },
         log,
       );
       if (media.failedSetups > 0) {
