@@ -1,7 +1,7 @@
 /**
  * The media run of `npm run bench:sip`: `calls` concurrent SIP calls into a
  * PROGRAMMABLE domain whose handler answers `<Play>` of a long WAV then
- * `<Hangup/>`, each with bidirectional G.711 RTP (the service plays the
+ * nothing more, each with bidirectional G.711 RTP (the service plays the
  * file, the callers send 20 ms packets) for `seconds`. The callers are a
  * child process of their own (bench/sip-media-peers.ts). Measured over the
  * window once every call is up (after 2 s of settling):

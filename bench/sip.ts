@@ -15,16 +15,15 @@
  *    (BENCH_SIP_IDLE_SECONDS, 10: its timers and pollers). Target: <= 5%,
  *    idle included.
  * 2. Call setups: a PROGRAMMABLE domain whose handler answers
- *    `<Say>` then `<Hangup/>`, SIPp calling it (bench/sip/call.xml) at
+ *    `<Say>` (the document's end hangs up), SIPp calling it (bench/sip/call.xml) at
  *    BENCH_SIP_CALL_RATE (200/s) for BENCH_SIP_CALL_SECONDS (60). Targets:
  *    >= 200 setups/s for 60 s, 0 failed, <= 3 ms server CPU per call.
- *    One INVITE is sent first: while the edge answers INVITE with 501 (calls
- *    over SIP are not built yet) the section prints "not measured".
- *
+ *    One INVITE (with an SDP offer) is sent first: unless it is answered
+ *    200 the section prints "not measured" with the answer.
  * 3. Media (issue 28): BENCH_SIP_MEDIA_CALLS (400) concurrent calls, set up
  *    at BENCH_SIP_MEDIA_RATE (50/s), into a PROGRAMMABLE domain whose
  *    handler answers `<Play>` of a WAV it serves (long enough for the run)
- *    then `<Hangup/>`; the callers, a child process of raw sockets
+ *    (its end hangs up); the callers, a child process of raw sockets
  *    (bench/sip-media-peers.ts), send G.711 every 20 ms, so RTP flows both
  *    ways; measured for BENCH_SIP_MEDIA_SECONDS (60) once all are up
  *    (bench/sip-media.ts). Targets: >= 400 calls, <= 2 ms server CPU per
