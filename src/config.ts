@@ -21,6 +21,11 @@ import {
   type SipCaptureConfig,
   SipCaptureConfigError,
 } from "./telephony/sip-edge/capture-config.js";
+import {
+  loadTranscriberSettings,
+  type TranscriberSettings,
+  TranscriberSettingsError,
+} from "./transcriptions/settings.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
 import {
   loadSipDomainsConfig,
@@ -160,6 +165,11 @@ export interface Config {
   messageRates: MessageRates;
   /** Recordings: blob store, download links, processing (src/recordings/). */
   recordings: RecordingsConfig;
+  /**
+   * TRANSCRIBER_*: the speech recognizer transcribing recordings of real
+   * (SIP) calls (src/transcriptions/settings.ts); undefined: none.
+   */
+  transcriber: TranscriberSettings | undefined;
   /** Rate limits and the cap on calls in flight (docs/idempotency-and-limits.md). */
   limits: LimitsConfig;
   /**
@@ -598,6 +608,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     callRates: callRates(env),
     messageRates: messageRates(env),
     recordings: recordings(env, dataDir, databaseUrl),
+    transcriber: transcriber(env),
     limits: limits(env),
     idempotencyKeyTtlSeconds: int(env, "IDEMPOTENCY_KEY_TTL_SECONDS", 86_400, 60, 30 * 86_400),
     faultKillAfterCreateCommit: env.FAULT_KILL_AFTER_CREATE_COMMIT || undefined,
@@ -628,6 +639,15 @@ function messageRates(env: NodeJS.ProcessEnv): MessageRates {
     return loadMessageRates(env);
   } catch (err) {
     if (err instanceof CallRatesError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function transcriber(env: NodeJS.ProcessEnv): TranscriberSettings | undefined {
+  try {
+    return loadTranscriberSettings(env);
+  } catch (err) {
+    if (err instanceof TranscriberSettingsError) throw new ConfigError(err.message);
     throw err;
   }
 }
