@@ -2,9 +2,11 @@
  * CallMedia (src/telephony/sip-carrier/call-media.ts) on its own, against a
  * raw UDP peer: audio of two owners queued, one owner's cleared while the
  * other's plays on — whole, right after what of the cleared audio had
- * already gone out — and `queued` per owner.
+ * already gone out — and `queued` per owner; the call's RTP figures logged
+ * once at its end.
  */
 import dgram from "node:dgram";
+import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeG711 } from "../../src/telephony/g711.js";
 import { CallMedia } from "../../src/telephony/sip-carrier/call-media.js";
@@ -23,13 +25,13 @@ describe("CallMedia", () => {
     for (const c of closers.splice(0)) c();
   });
 
-  async function peer(): Promise<{ port: number; payloads: Buffer[] }> {
+  async function peer(): Promise<{ port: number; payloads: Buffer[]; socket: dgram.Socket }> {
     const socket = dgram.createSocket("udp4");
     await new Promise<void>((r) => socket.bind(0, "127.0.0.1", () => r()));
     const payloads: Buffer[] = [];
     socket.on("message", (data) => payloads.push(data.subarray(12)));
     closers.push(() => socket.close());
-    return { port: socket.address().port, payloads };
+    return { port: socket.address().port, payloads, socket };
   }
 
   it("clears one owner's audio and plays the other's on, whole, right after what was sent", async () => {
@@ -77,5 +79,46 @@ describe("CallMedia", () => {
     expect(Array.from(localA)).toEqual(Array.from(a.subarray(0, aSent.length)));
     // Nothing of A beyond what was sent.
     expect(media.localTrack.loud(local.length, local.length + a.length, 0)).toBe(false);
+  });
+
+  it("logs the call's RTP figures once, at its end", async () => {
+    const p = await peer();
+    const lines: string[] = [];
+    const log = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const media = await CallMedia.open(
+      { address: "127.0.0.1", portMin: 0, portMax: 0, timeoutSeconds: 0 },
+      log,
+    );
+    closers.push(() => media.close());
+    media.configure({
+      codec: "PCMU",
+      payloadType: 0,
+      telephoneEvent: undefined,
+      remote: { address: "127.0.0.1", port: p.port },
+      hold: false,
+    });
+    media.start();
+    // 30 packets of μ-law silence, number 12 never sent: one lost.
+    for (let i = 0; i < 30; i++) {
+      const packet = Buffer.alloc(172, 0xff);
+      packet[0] = 0x80;
+      packet[1] = 0;
+      packet.writeUInt16BE(1000 + i, 2);
+      packet.writeUInt32BE(160 * i, 4);
+      packet.writeUInt32BE(0xfeed, 8);
+      if (i !== 12) p.socket.send(packet, media.port, "127.0.0.1");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    media.close("call-42");
+    media.close("call-42");
+    const figures = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "call RTP figures");
+    expect(figures).toHaveLength(1);
+    expect(figures[0]).toMatchObject({
+      call: "call-42",
+      rtp: { codec: "PCMU", packetsReceived: 29, lost: 1 },
+    });
+    expect(figures[0].rtp.packetsSent).toBeGreaterThan(0);
+    expect(figures[0].rtp.jitterMs).toBeGreaterThanOrEqual(0);
   });
 });

@@ -142,6 +142,7 @@ export class CallMedia {
   private requeueing = false;
   private readonly digitListeners = new Set<(key: string) => void>();
   private readonly timeoutListeners = new Set<() => void>();
+  private readonly drainListeners = new Set<() => void>();
   private finalStats: RtpSessionStats | undefined;
 
   /** RTP timeout bookkeeping: packets received at the last check, and the tick they last changed. */
@@ -171,6 +172,7 @@ export class CallMedia {
       events: {
         audio: (samples, frame) => media?.tick(samples, frame.kind),
         dtmf: (digit) => media?.digit(digit),
+        drained: () => media?.drained(),
       },
     });
     media = new CallMedia(session, log, options.timeoutSeconds);
@@ -249,6 +251,25 @@ export class CallMedia {
   private timedOut(): void {
     if (this.closed) return;
     for (const l of [...this.timeoutListeners]) l();
+  }
+
+  private drained(): void {
+    for (const l of [...this.drainListeners]) l();
+  }
+
+  /** Everything queued has been sent. */
+  onDrained(listener: () => void): () => void {
+    this.drainListeners.add(listener);
+    return () => this.drainListeners.delete(listener);
+  }
+
+  /** RTP packets sent and received so far (tests, logs). */
+  get sent(): number {
+    return this.stats().sent.packets;
+  }
+
+  get received(): number {
+    return this.stats().received.packets;
   }
 
   onDigit(listener: (key: string) => void): () => void {
@@ -359,6 +380,7 @@ export class CallMedia {
     this.closed = true;
     this.digitListeners.clear();
     this.timeoutListeners.clear();
+    this.drainListeners.clear();
     const started = this.started;
     this.finalStats = this.session.stats();
     void this.session.close().catch(() => {});

@@ -304,7 +304,8 @@ export class SipCarrier implements Carrier {
     const result = entry.session.dtmfInfo(type, body.toString("utf8"));
     if ("error" in result) {
       // The reason phrase names what is wrong; a control character cannot reach it (the parser's messages quote with JSON).
-      tx.respond(tx.reply(400, `Bad Request: ${type} ${result.error}`.replace(/[\r\n]/g, " ")));
+      const reason = `Bad Request: ${type} ${result.error}`.replace(/[\r\n]/g, " ");
+      tx.respond(tx.reply(400, reason.length > 120 ? `${reason.slice(0, 117)}...` : reason));
       return;
     }
     tx.respond(tx.reply(200));
