@@ -71,6 +71,8 @@ export interface InviteDeps {
   baseDomain: string;
   log: Logger;
   refused?: (reason: string) => void;
+  /** Whether a refusal of `why` from `address` is worth a log line (src/sip/guard-log.ts); absent: always. */
+  logFirst?: (address: string, why: string) => boolean;
 }
 
 const STATUS_OF_CODE: Record<string, [number, string]> = {
@@ -111,10 +113,12 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
     headers: Array<[string, string]> = [],
   ) => {
     deps.refused?.(`invite-${why}`);
-    deps.log.info(
-      { source: `${source.transport} ${source.address}:${source.port}`, status, why },
-      "SIP INVITE refused",
-    );
+    if (deps.logFirst?.(source.address, `invite-${why}`) !== false) {
+      deps.log.info(
+        { source: `${source.transport} ${source.address}:${source.port}`, status, why },
+        "SIP INVITE refused",
+      );
+    }
     tx.respond(tx.reply(status, reason.replace(/[\r\n]/g, " "), headers));
   };
 
