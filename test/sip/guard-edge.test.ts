@@ -170,10 +170,13 @@ describe.each(testDatabases())("the SIP guard at the edge on $name", (backend) =
 
   it("relays nothing for a caller without credentials: a number at our address or at another domain", async () => {
     const ua = await udp("127.0.0.6");
+    // A "carrier" listening on a loopback address of its own: a relayed INVITE would arrive here.
+    const carrier = await udp("127.0.0.8");
     const before = await database.db.select().from(calls);
     for (const uri of [
       "sip:+61491570156@127.0.0.1",
       "sip:+61491570156@carrier.example.com",
+      `sip:+61491570156@127.0.0.8:${carrier.port}`,
       "tel:+61491570156",
     ]) {
       const { text, branch } = request(
@@ -188,6 +191,7 @@ describe.each(testDatabases())("the SIP guard at the edge on $name", (backend) =
       await new Promise((r) => setTimeout(r, 1100)); // one INVITE a second: under the limit
     }
     expect(await database.db.select().from(calls)).toHaveLength(before.length);
+    expect(await carrier.inbox.quiet(500)).toEqual([]);
   });
 
   it("answers a scanner nothing at all, over UDP and TCP, and counts it", async () => {
