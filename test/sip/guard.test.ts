@@ -145,6 +145,19 @@ describe("SipGuard", () => {
   });
 });
 
+describe("the guard's sources", () => {
+  it("are one source whether an address arrives IPv4-mapped (a dual-stack socket) or plain", () => {
+    const { g } = guard({ authFailures: 2 });
+    g.authFailed("::ffff:192.0.2.70");
+    expect(g.authFailed("192.0.2.70")).toBe(true);
+    expect(g.screen("OPTIONS", "::ffff:192.0.2.70", "UDP", false)).toEqual({
+      action: "drop",
+      reason: "blocked",
+    });
+    expect(g.blocked("192.0.2.70")).toBe(true);
+  });
+});
+
 describe("the refusal log throttle", () => {
   it("lets one line per source and reason through an interval, and stays bounded", () => {
     let now = 0;
