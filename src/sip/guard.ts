@@ -143,7 +143,8 @@ export class SipGuard {
   }
 
   /** Whether `address` is blocked now. */
-  blocked(address: string): boolean {
+  blocked(source: string): boolean {
+    const address = unmapped(source);
     const until = this.sources.get(address)?.blockedUntil;
     return until !== undefined && until > this.now();
   }
@@ -153,7 +154,9 @@ export class SipGuard {
    * that would start a transaction (not a retransmission, not an ACK).
    * `inDialog`: a request inside a dialog (never rate limited, but blocked).
    */
-  screen(method: string, address: string, transport: "UDP" | "TCP" | "TLS", inDialog: boolean): Screening {
+  screen(method: string, source: string, transport: "UDP" | "TCP" | "TLS", inDialog: boolean): Screening {
+    // One source whether it came over an IPv4 socket or a dual-stack one (::ffff:a.b.c.d).
+    const address = unmapped(source);
     const now = this.now();
     this.sweep(now);
     if (this.isExempt(address)) return PASS;
@@ -188,7 +191,8 @@ export class SipGuard {
   }
 
   /** A failed digest answer from `address`; true when it blocked the source. */
-  authFailed(address: string): boolean {
+  authFailed(source: string): boolean {
+    const address = unmapped(source);
     const limit = this.settings.authFailures;
     if (limit <= 0 || this.isExempt(address)) return false;
     const now = this.now();
@@ -212,7 +216,8 @@ export class SipGuard {
   }
 
   /** A good digest answer from `address`: its failures are forgotten. */
-  authSucceeded(address: string): void {
+  authSucceeded(source: string): void {
+    const address = unmapped(source);
     const s = this.sources.get(address);
     if (s !== undefined) s.failures = undefined;
   }

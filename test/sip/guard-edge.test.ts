@@ -4,7 +4,8 @@
  * of REGISTER and INVITE answered 503 with Retry-After and no state kept; a
  * source that keeps answering challenges wrongly is blocked (silence on
  * UDP, 403 on TCP) and let back after the block; no open relay for callers
- * without credentials; every refusal counted in /metrics by reason.
+ * without credentials; scanners answered nothing; every refusal counted in
+ * /metrics by reason.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -169,10 +170,13 @@ describe.each(testDatabases())("the SIP guard at the edge on $name", (backend) =
 
   it("relays nothing for a caller without credentials: a number at our address or at another domain", async () => {
     const ua = await udp("127.0.0.6");
+    // A "carrier" listening on a loopback address of its own: a relayed INVITE would arrive here.
+    const carrier = await udp("127.0.0.8");
     const before = await database.db.select().from(calls);
     for (const uri of [
       "sip:+61491570156@127.0.0.1",
       "sip:+61491570156@carrier.example.com",
+      `sip:+61491570156@127.0.0.8:${carrier.port}`,
       "tel:+61491570156",
     ]) {
       const { text, branch } = request(
@@ -187,6 +191,43 @@ describe.each(testDatabases())("the SIP guard at the edge on $name", (backend) =
       await new Promise((r) => setTimeout(r, 1100)); // one INVITE a second: under the limit
     }
     expect(await database.db.select().from(calls)).toHaveLength(before.length);
+    expect(await carrier.inbox.quiet(500)).toEqual([]);
+  });
+
+  it("answers a scanner nothing at all, over UDP and TCP, and counts it", async () => {
+    const before = await metric("scanner");
+    const ua = await udp("127.0.0.7");
+    for (const agent of ["friendly-scanner", "sipvicious", "VaxSIPUserAgent/3.1"]) {
+      for (const method of ["OPTIONS", "REGISTER", "INVITE"] as const) {
+        const { text } = request(
+          method,
+          { address: "127.0.0.7", port: ua.port, transport: "UDP" },
+          `sip:100@${BASE}`,
+          [`User-Agent: ${agent}`],
+        );
+        ua.send(text, sipPort);
+      }
+    }
+    expect(await ua.inbox.quiet(700)).toEqual([]);
+    const tcp = await TcpUa.connect(sipTcpPort, "127.0.0.7");
+    uas.push(tcp);
+    const overTcp = request(
+      "OPTIONS",
+      { address: "127.0.0.7", port: tcp.port, transport: "TCP" },
+      `sip:100@${BASE}`,
+      ["User-Agent: friendly-scanner"],
+    );
+    tcp.send(overTcp.text);
+    expect(await tcp.inbox.quiet(700)).toEqual([]);
+    // The same source without a scanner's User-Agent is answered (the drop is by User-Agent, not address).
+    const plain = request(
+      "OPTIONS",
+      { address: "127.0.0.7", port: ua.port, transport: "UDP" },
+      `sip:${BASE}`,
+    );
+    ua.send(plain.text, sipPort);
+    expect((await ua.inbox.next((m) => m.text.includes(plain.branch))).status).toBe(200);
+    expect(await metric("scanner")).toBeGreaterThanOrEqual(before + 10);
   });
 
   it("blocks a source after repeated wrong passwords (silence on UDP, 403 on TCP), then lets it back", async () => {

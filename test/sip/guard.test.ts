@@ -12,6 +12,7 @@ import {
   SipGuard,
   type SipGuardSettings,
 } from "../../src/sip/guard.js";
+import { RefusalLogThrottle } from "../../src/sip/guard-log.js";
 
 function guard(over: Partial<SipGuardSettings> = {}, maxSources?: number) {
   let now = 0;
@@ -141,5 +142,38 @@ describe("SipGuard", () => {
       /SIP_GUARD_EXEMPT_NETWORKS.*10\.0\.0\.0\/33/,
     );
     expect(() => loadSipGuardSettings({ SIP_GUARD_REGISTER_BURST: "0" })).toThrow(/SIP_GUARD_REGISTER_BURST/);
+  });
+});
+
+describe("the guard's sources", () => {
+  it("are one source whether an address arrives IPv4-mapped (a dual-stack socket) or plain", () => {
+    const { g } = guard({ authFailures: 2 });
+    g.authFailed("::ffff:192.0.2.70");
+    expect(g.authFailed("192.0.2.70")).toBe(true);
+    expect(g.screen("OPTIONS", "::ffff:192.0.2.70", "UDP", false)).toEqual({
+      action: "drop",
+      reason: "blocked",
+    });
+    expect(g.blocked("192.0.2.70")).toBe(true);
+  });
+});
+
+describe("the refusal log throttle", () => {
+  it("lets one line per source and reason through an interval, and stays bounded", () => {
+    let now = 0;
+    const t = new RefusalLogThrottle({ intervalMs: 60_000, maxKeys: 3, now: () => now });
+    expect(t.first("192.0.2.1", "scanner")).toBe(true);
+    expect(t.first("192.0.2.1", "scanner")).toBe(false);
+    expect(t.first("192.0.2.1", "parse-error")).toBe(true);
+    expect(t.first("192.0.2.2", "scanner")).toBe(true);
+    now = 59_999;
+    expect(t.first("192.0.2.1", "scanner")).toBe(false);
+    now = 60_000;
+    expect(t.first("192.0.2.1", "scanner")).toBe(true);
+    for (let i = 0; i < 100; i++) t.first(`198.51.100.${i}`, "scanner");
+    expect(t.size).toBeLessThanOrEqual(3);
+    now = 200_000;
+    t.first("203.0.113.1", "scanner");
+    expect(t.size).toBe(1);
   });
 });

@@ -87,6 +87,8 @@ export interface InviteDeps {
   refused?: (reason: string) => void;
   /** The enabled carrier trunks (src/voice/sip-trunks/routing.ts); absent: none. */
   trunks?: Pick<TrunkRouting, "any" | "trunkOfSource">;
+  /** Whether a refusal of `why` from `address` is worth a log line (src/sip/guard-log.ts); absent: always. */
+  logFirst?: (address: string, why: string) => boolean;
 }
 
 const STATUS_OF_CODE: Record<string, [number, string]> = {
@@ -130,10 +132,12 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
     headers: Array<[string, string]> = [],
   ) => {
     deps.refused?.(`invite-${why}`);
-    deps.log.info(
-      { source: `${source.transport} ${source.address}:${source.port}`, status, why },
-      "SIP INVITE refused",
-    );
+    if (deps.logFirst?.(source.address, `invite-${why}`) !== false) {
+      deps.log.info(
+        { source: `${source.transport} ${source.address}:${source.port}`, status, why },
+        "SIP INVITE refused",
+      );
+    }
     tx.respond(tx.reply(status, reason.replace(/[\r\n]/g, " "), headers));
   };
 

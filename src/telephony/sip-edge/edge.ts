@@ -30,6 +30,7 @@ import { numberingDomains } from "../../numbering/domains.js";
 import { registry } from "../../observability/metrics.js";
 import { SipEndpoint } from "../../sip/endpoint.js";
 import { SipGuard } from "../../sip/guard.js";
+import { RefusalLogThrottle } from "../../sip/guard-log.js";
 import { SipBindError, type TransportName } from "../../sip/transport.js";
 import type { CallEngine } from "../../voice/calls/engine.js";
 import { IncomingCalls } from "../../voice/calls/incoming.js";
@@ -117,6 +118,10 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     notice: ({ address, reason, detail }) =>
       log.warn({ source: address, why: reason, detail }, "SIP source refused"),
   });
+  // Refusals outside the guard (scanners, malformed requests, digest failures, domain refusals):
+  // one log line per source, reason and minute; /metrics counts every one.
+  const refusalLog = new RefusalLogThrottle();
+  const logFirst = (address: string, why: string) => refusalLog.first(address, why);
   let endpoint: SipEndpoint;
   try {
     endpoint = await SipEndpoint.start({
@@ -149,7 +154,8 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
         count(event.type);
         const source = `${event.source.transport} ${event.source.address}:${event.source.port}`;
         if (event.type === "internal-error") log.error({ source, detail: event.detail }, "SIP edge error");
-        else log.info({ source, type: event.type, detail: event.detail }, "SIP request refused");
+        else if (refusalLog.first(event.source.address, event.type))
+          log.info({ source, type: event.type, detail: event.detail }, "SIP request refused");
       },
     });
   } catch (err) {
@@ -182,6 +188,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       domains: domainRows,
       users: edgeUsers,
       guard,
+      logFirst,
       registrar,
       baseDomain: config.sipDomains.baseDomain,
       algorithms: sip.digestAlgorithms,
@@ -230,6 +237,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
         domains: domainRows,
         users: edgeUsers,
         guard,
+        logFirst,
         digests,
         baseDomain: config.sipDomains.baseDomain,
         log,

@@ -46,6 +46,8 @@ export interface RegisterDeps {
   refused?: (reason: string) => void;
   /** Told of failed and good digest answers, per source address (src/sip/guard.ts). */
   guard?: Pick<SipGuard, "authFailed" | "authSucceeded">;
+  /** Whether a refusal of `why` from `address` is worth a log line (src/sip/guard-log.ts); absent: always. */
+  logFirst?: (address: string, why: string) => boolean;
 }
 
 /** The domain id of an FQDN `<id>.<base>`, or undefined outside the base domain. */
@@ -96,6 +98,10 @@ export function registerHandler(deps: RegisterDeps): RequestHandler {
 
   const refuse = (tx: ServerTransaction, source: Peer, status: number, reason: string, why: string) => {
     deps.refused?.(why);
+    if (deps.logFirst?.(source.address, why) === false) {
+      tx.respond(tx.reply(status, reason));
+      return;
+    }
     deps.log.info(
       { source: `${source.transport} ${source.address}:${source.port}`, status, why },
       "SIP REGISTER refused",
@@ -132,7 +138,10 @@ export function registerHandler(deps: RegisterDeps): RequestHandler {
     if (!result.ok) {
       if (result.reason !== "missing") deps.refused?.(`digest-${result.reason}`);
       if (guessing(result.reason)) deps.guard?.authFailed(source.address);
-      if (result.reason === "wrong-credentials" || result.reason === "unknown-user") {
+      if (
+        (result.reason === "wrong-credentials" || result.reason === "unknown-user") &&
+        deps.logFirst?.(source.address, `digest-${result.reason}`) !== false
+      ) {
         deps.log.info(
           { source: `${source.transport} ${source.address}:${source.port}`, why: result.reason, realm },
           "SIP REGISTER refused: digest authentication failed",
