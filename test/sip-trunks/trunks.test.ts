@@ -432,7 +432,7 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     await row(p.callId, true);
   });
 
-  it("answers a PSTN_TRUNK caller when the trunk answers; a BYE on one side reaches the other", async () => {
+  it("answers a PSTN_TRUNK caller when the trunk answers, bridges their audio; a BYE on one side reaches the other", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}` });
     await settle();
@@ -459,14 +459,23 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     expect(ok.header("Content-Type")).toBe("application/sdp");
     p.learn(ok);
     p.inDialog("ACK", uri, { cseq });
-    // Signalling only: the caller hangs up, the trunk leg is hung up too. (Until
-    // SipLeg.bridge relays media — another branch — the engine may end both
-    // legs itself right after the answer; either way both get their BYE.)
+    // The two legs are bridged: a tone from the caller reaches the far end's RTP socket, and back.
+    const tone = (hz: number) =>
+      Int16Array.from({ length: 4800 }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / 8000)));
+    const farMedia = Phone.mediaPort(out.body);
+    const callerMedia = Phone.mediaPort(ok.body);
+    const loud = (packets: Phone["rtp"]) =>
+      packets.filter((x) => x.payloadType === 0 && x.payload.some((b) => (b & 0x7f) < 0x60)).length;
+    await Promise.all([p.sendAudio(callerMedia, tone(440)), far.sendAudio(farMedia, tone(1000))]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(loud(far.rtp)).toBeGreaterThan(15);
+    expect(loud(p.rtp)).toBeGreaterThan(15);
+    // The caller hangs up: the trunk leg is hung up too.
     p.inDialog("BYE", uri);
     const bye = await carrier.inbox.next((m) => m.method === "BYE", 15_000);
     expect(bye.header("Call-ID")).toBe(out.header("Call-ID"));
     reply(carrier, bye, "200 OK");
-    await row(p.callId, true);
+    expect((await row(p.callId, true)).state).toBe("COMPLETED");
   });
 
   it("reaches a TCP trunk over TCP (transport=tcp in the Request-URI); its 486 is the call's BUSY", async () => {

@@ -132,6 +132,9 @@ interface Queued {
 export class CallMedia {
   readonly remoteTrack = new Track();
   readonly localTrack = new Track();
+  /** What a bridge relayed to the peer (the other leg's party), kept apart from localTrack for recordings. */
+  readonly bridgeTrack = new Track();
+  private readonly audioListeners = new Set<(samples: Int16Array) => void>();
   private media: Negotiated | undefined;
   private started = false;
   private closed = false;
@@ -225,7 +228,11 @@ export class CallMedia {
 
   private tick(samples: Int16Array, kind: "audio" | "concealed" | "silence"): void {
     // Silence is what the track renders where nothing was put: not kept.
-    if (kind !== "silence") this.remoteTrack.put(this.position(), samples.slice());
+    if (kind !== "silence") {
+      const copy = samples.slice();
+      this.remoteTrack.put(this.position(), copy);
+      for (const l of this.audioListeners) l(copy);
+    }
     this.ticks++;
     if (this.timeoutTicks > 0 && this.ticks % TIMEOUT_CHECK_TICKS === 0) this.checkTimeout();
   }
@@ -272,6 +279,17 @@ export class CallMedia {
     return this.stats().received.packets;
   }
 
+  /** Each 20 ms frame of the peer's audio as it is played out (not the silence when nothing came). */
+  onAudio(listener: (samples: Int16Array) => void): () => void {
+    this.audioListeners.add(listener);
+    return () => this.audioListeners.delete(listener);
+  }
+
+  /** Sends a key to the peer: RFC 4733 when it offered telephone-event, else an in-band tone. */
+  sendDtmf(key: string): void {
+    if (!this.closed && this.started) this.session.sendDtmf(key);
+  }
+
   onDigit(listener: (key: string) => void): () => void {
     this.digitListeners.add(listener);
     return () => this.digitListeners.delete(listener);
@@ -298,13 +316,17 @@ export class CallMedia {
     return "error" in relay ? relay : { digit: relay.digit };
   }
 
-  /** Queues audio; resolves true once sent, false when cleared or the media closed first. */
-  send(samples: Int16Array, owner: unknown = undefined): Promise<boolean> {
+  /**
+   * Queues audio; resolves true once sent, false when cleared or the media
+   * closed first. `track`: where recordings find it (localTrack; a bridge's
+   * relay goes in bridgeTrack).
+   */
+  send(samples: Int16Array, owner: unknown = undefined, track: Track = this.localTrack): Promise<boolean> {
     if (this.closed || !this.started) return Promise.resolve(false);
     if (samples.length === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const at = Math.max(this.position(), this.localEnd);
-      const chunk = this.localTrack.put(at, samples);
+      const chunk = track.put(at, samples);
       const item: Queued = { pending: samples.length, chunk, owner, done: resolve, settled: false };
       this.localEnd = at + samples.length;
       this.queue.push(item);
@@ -352,6 +374,7 @@ export class CallMedia {
     }
     this.localEnd = cut;
     this.localTrack.changed();
+    this.bridgeTrack.changed();
   }
 
   /** Samples queued by `owner` and not sent yet. */
@@ -380,6 +403,7 @@ export class CallMedia {
     this.closed = true;
     this.digitListeners.clear();
     this.timeoutListeners.clear();
+    this.audioListeners.clear();
     this.drainListeners.clear();
     const started = this.started;
     this.finalStats = this.session.stats();
