@@ -17,6 +17,9 @@
  *   so a peer's own RTP timeout never fires), which the track leaves empty.
  * - Owners: `send(samples, owner)` and `clear(owner)` (a media fork clears
  *   its own audio, not a `<Say>` under way).
+ * - Memory: the tracks keep the last 2 s, and older audio only while a
+ *   consumer (a call recording, a Record, a fork) `hold`s it, so a long call
+ *   that nobody records costs no more than a short one.
  * - RTP timeout: checked once a second on the playout ticks — no packet
  *   (audio or telephone-event) received for `timeoutSeconds`, the call not
  *   held: `onTimeout` listeners, once. On hold the count is suspended, and
@@ -32,8 +35,17 @@ import { recordCallRtp } from "./rtp-metrics.js";
 
 export const SAMPLE_RATE = 8000;
 export const FRAME_SAMPLES = 160;
-/** How often (ticks of 20 ms) the RTP timeout is checked: every second. */
+/** How often (ticks of 20 ms) the RTP timeout is checked and the tracks pruned: every second. */
 const TIMEOUT_CHECK_TICKS = 50;
+/** Audio the tracks keep behind the present when nothing holds older audio: 2 s. */
+const HISTORY_SAMPLES = 2 * 8000;
+
+/** A consumer's claim on the tracks' audio from `at` on (CallMedia.hold). */
+export interface TrackHold {
+  /** The oldest sample it may still render; move it forward as it goes. */
+  at: number;
+  release(): void;
+}
 
 let shared: Pacer | undefined;
 
@@ -96,6 +108,14 @@ export class Track {
     }
   }
 
+  /** Forgets the chunks that end at or before `before` (audio nobody will render again). */
+  prune(before: number): void {
+    if (this.chunks.length === 0 || this.chunks.every((c) => c.at + c.samples.length > before)) return;
+    const kept = this.chunks.filter((c) => c.at + c.samples.length > before);
+    this.chunks.length = 0;
+    this.chunks.push(...kept);
+  }
+
   render(from: number, to: number): Int16Array {
     const out = new Int16Array(Math.max(0, to - from));
     this.mixInto(out, from);
@@ -134,6 +154,8 @@ export class CallMedia {
   readonly localTrack = new Track();
   /** What a bridge relayed to the peer (the other leg's party), kept apart from localTrack for recordings. */
   readonly bridgeTrack = new Track();
+  /** Consumers of the tracks' audio (a capture, a Record, a fork): older audio is forgotten. */
+  private readonly holds = new Set<TrackHold>();
   private readonly audioListeners = new Set<(samples: Int16Array) => void>();
   private media: Negotiated | undefined;
   private started = false;
@@ -234,7 +256,35 @@ export class CallMedia {
       for (const l of this.audioListeners) l(copy);
     }
     this.ticks++;
-    if (this.timeoutTicks > 0 && this.ticks % TIMEOUT_CHECK_TICKS === 0) this.checkTimeout();
+    if (this.ticks % TIMEOUT_CHECK_TICKS === 0) {
+      if (this.timeoutTicks > 0) this.checkTimeout();
+      this.prune();
+    }
+  }
+
+  /**
+   * Keeps the tracks' audio from `at` on until released: without a hold the
+   * tracks keep only the last 2 s, so a call nobody records holds no more
+   * than that, however long it lasts.
+   */
+  hold(at: number): TrackHold {
+    const holds = this.holds;
+    const hold: TrackHold = {
+      at,
+      release() {
+        holds.delete(hold);
+      },
+    };
+    holds.add(hold);
+    return hold;
+  }
+
+  private prune(): void {
+    let keep = this.position() - HISTORY_SAMPLES;
+    for (const h of this.holds) keep = Math.min(keep, h.at);
+    this.remoteTrack.prune(keep);
+    this.localTrack.prune(keep);
+    this.bridgeTrack.prune(keep);
   }
 
   /** Once a second: no RTP (audio or telephone-event) since quietSince for the timeout, not on hold. */

@@ -333,10 +333,12 @@ export class SipLeg implements CarrierLeg {
 
   capture(): AudioCapture {
     const from = this.position();
+    const hold = this.session.hold(from);
     let result: CapturedAudio | undefined;
     return {
       stop: () => {
         result ??= this.captured(from, this.position(), true);
+        hold.release();
         return result;
       },
     };
@@ -344,6 +346,15 @@ export class SipLeg implements CarrierLeg {
 
   async recordCaller(options: RecordCallerOptions): Promise<RecordCallerResult> {
     const from = this.position();
+    const hold = this.session.hold(from);
+    try {
+      return await this.recordFrom(from, options);
+    } finally {
+      hold.release();
+    }
+  }
+
+  private async recordFrom(from: number, options: RecordCallerOptions): Promise<RecordCallerResult> {
     const startMs = this.scheduler.now().getTime();
     let endedBy: RecordCallerResult["endedBy"] | undefined;
     const tick = 0.1;
@@ -379,6 +390,7 @@ export class SipLeg implements CarrierLeg {
     const owner = {};
     const session = this.session;
     let sentUpTo = this.position();
+    const hold = this.session.hold(sentUpTo);
     let closed = false;
     let outstanding = 0;
     const frame = Math.round(options.frameSeconds * SAMPLE_RATE);
@@ -386,6 +398,7 @@ export class SipLeg implements CarrierLeg {
       while (!closed && sentUpTo + frame <= to) {
         events.audio(this.session.remoteTrack.render(sentUpTo, sentUpTo + frame));
         sentUpTo += frame;
+        hold.at = sentUpTo;
       }
     };
     // A frame goes out once the packets of its end had time to arrive (jitter allowance).
@@ -399,6 +412,7 @@ export class SipLeg implements CarrierLeg {
       deliver(end);
       if (end > sentUpTo) events.audio(this.session.remoteTrack.render(sentUpTo, end));
       closed = true;
+      hold.release();
       events.ended();
     };
     this.waiters.add(onEnd);
@@ -418,6 +432,7 @@ export class SipLeg implements CarrierLeg {
       close: () => {
         if (closed) return;
         closed = true;
+        hold.release();
         clock.stop();
         this.waiters.delete(onEnd);
         this.session.clear(owner);
