@@ -32,6 +32,8 @@ export interface BaresipOptions {
   microphone: Int16Array;
   /** Seconds between registrations (default 300). */
   regint?: number;
+  /** `auto`: answers incoming calls at once (default `manual`). */
+  answermode?: "manual" | "auto";
 }
 
 /** A free TCP port on 127.0.0.1 (closed again at once: baresip takes it next). */
@@ -97,7 +99,7 @@ export class Baresip {
       join(dir, "accounts"),
       `<${options.aor};transport=udp>;auth_pass=${options.password};` +
         `outbound="sip:127.0.0.1:${options.edgePort};transport=udp";regint=${options.regint ?? 300};` +
-        "audio_codecs=PCMU\n",
+        `audio_codecs=PCMU;answermode=${options.answermode ?? "manual"}\n`,
     );
     writeFileSync(
       join(dir, "config"),
@@ -123,7 +125,15 @@ export class Baresip {
       ].join("\n"),
     );
     const child = spawn("baresip", ["-f", dir, "-n", "127.0.0.1"], { stdio: ["ignore", "pipe", "pipe"] });
-    return new Baresip(dir, child, ctrlPort);
+    const baresip = new Baresip(dir, child, ctrlPort);
+    try {
+      // Connected from the start: ctrl_tcp sends its events only to connected clients.
+      await baresip.control();
+    } catch (e) {
+      await baresip.stop();
+      throw e;
+    }
+    return baresip;
   }
 
   output(): string {
