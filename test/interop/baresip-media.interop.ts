@@ -25,7 +25,7 @@ import { type App, build } from "../../src/server.js";
 import { parseWav } from "../recordings/audio.js";
 import { createTestClient, newProject, testConfig } from "../support/app.js";
 import { xml } from "../support/calls.js";
-import { pglite, useTestDatabase } from "../support/db.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { newSipDomainId } from "../voice/support.js";
 import { FRAME, sound } from "./support/audio.js";
@@ -34,149 +34,153 @@ import { Baresip } from "./support/baresip.js";
 const GREETING = "Welcome to Switchboard. This greeting was synthesized for the interop test.";
 const PASSWORD = "baresip-media-s3cret";
 
-describe("baresip calling a PROGRAMMABLE domain: audio and keys", () => {
-  const database = useTestDatabase(pglite);
-  let app: App;
-  let udp: number;
-  let handler: Receiver;
-  let fqdn: string;
-  let project: string;
-  /** Calls already checked by an earlier test. */
-  const seen = new Set<string>();
-  /** The markup the handler answers with at its first request; "" after that (the call ends). */
-  let markup = "";
-  const phones: Baresip[] = [];
+describe.each(testDatabases())(
+  "baresip calling a PROGRAMMABLE domain on $name: audio and keys",
+  (backend) => {
+    const database = useTestDatabase(backend);
+    let app: App;
+    let udp: number;
+    let handler: Receiver;
+    let fqdn: string;
+    let project: string;
+    /** Calls already checked by an earlier test. */
+    const seen = new Set<string>();
+    /** The markup the handler answers with at its first request; "" after that (the call ends). */
+    let markup = "";
+    const phones: Baresip[] = [];
 
-  beforeAll(async () => {
-    // baresip 1.0 answers only MD5 challenges (docs/connect.md).
-    app = await build({
-      config: testConfig({
-        SIP_PORT: "0",
-        RTP_PORT_MIN: "0",
-        SIP_DIGEST_ALGORITHMS: "MD5",
-        LOG_LEVEL: "silent",
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-      }),
-      db: database.db,
+    beforeAll(async () => {
+      // baresip 1.0 answers only MD5 challenges (docs/connect.md).
+      app = await build({
+        config: testConfig({
+          SIP_PORT: "0",
+          RTP_PORT_MIN: "0",
+          SIP_DIGEST_ALGORITHMS: "MD5",
+          LOG_LEVEL: "silent",
+          WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+        }),
+        db: database.db,
+      });
+      udp = (await app.listenSip()).local("UDP")!.port;
+      handler = await startReceiver();
+      handler.handle((req, res) => {
+        res.setHeader("content-type", "application/xml");
+        res.end(xml(req.path.startsWith("/voice") ? markup : ""));
+      });
+      project = await newProject(database.db);
+      const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
+        parent: project,
+        sipDomainId: newSipDomainId("bm"),
+        sipDomain: {
+          allowRegister: true,
+          callTerminationMode: Mode.PROGRAMMABLE,
+          callTerminationHandlerUris: [`${handler.base}/voice`],
+          cidrBlocks: [{ cidrBlock: "127.0.0.1/32" }],
+        },
+      });
+      fqdn = d.fqdn;
+      await createTestClient(SipUsers, database.db, systemClock).createSipUser({
+        parent: d.name,
+        sipUserId: "alice",
+        sipUser: { username: "alice", password: PASSWORD },
+      });
     });
-    udp = (await app.listenSip()).local("UDP")!.port;
-    handler = await startReceiver();
-    handler.handle((req, res) => {
-      res.setHeader("content-type", "application/xml");
-      res.end(xml(req.path.startsWith("/voice") ? markup : ""));
+
+    afterAll(async () => {
+      for (const p of phones) await p.stop();
+      await handler?.close();
+      await app?.close();
     });
-    project = await newProject(database.db);
-    const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
-      parent: project,
-      sipDomainId: newSipDomainId("bm"),
-      sipDomain: {
-        allowRegister: true,
-        callTerminationMode: Mode.PROGRAMMABLE,
-        callTerminationHandlerUris: [`${handler.base}/voice`],
-        cidrBlocks: [{ cidrBlock: "127.0.0.1/32" }],
-      },
-    });
-    fqdn = d.fqdn;
-    await createTestClient(SipUsers, database.db, systemClock).createSipUser({
-      parent: d.name,
-      sipUserId: "alice",
-      sipUser: { username: "alice", password: PASSWORD },
-    });
-  });
 
-  afterAll(async () => {
-    for (const p of phones) await p.stop();
-    await handler?.close();
-    await app?.close();
-  });
-
-  /**
-   * A registered baresip whose microphone says `microphone` (silence by default), padded
-   * with silence to two minutes: baresip 1.0 hangs up when its aufile source ends.
-   */
-  async function phone(microphone = new Int16Array(0)): Promise<Baresip> {
-    const p = await Baresip.start({
-      aor: `sip:alice@${fqdn}`,
-      password: PASSWORD,
-      edgePort: udp,
-      microphone,
-    });
-    phones.push(p);
-    await p.registered();
-    return p;
-  }
-
-  /** The call's row once it has ended. */
-  async function ended(p: Baresip): Promise<CallRow> {
-    let row: CallRow | undefined;
-    await p.until(
-      async () => {
-        const rows = await database.db
-          .select()
-          .from(calls)
-          .where(eq(calls.projectId, project.split("/")[1]!));
-        row = rows.find(
-          (r) =>
-            !seen.has(r.id) && ["COMPLETED", "FAILED", "BUSY", "REJECTED", "NOT_ANSWERED"].includes(r.state),
-        );
-        return row !== undefined;
-      },
-      "the call's end",
-      60_000,
-    );
-    seen.add(row!.id);
-    return row!;
-  }
-
-  it("hears the synthesized greeting of <Say> (sound for the engine's length of it, not silence)", async () => {
-    markup = `<Say>${GREETING}</Say>`;
-    const p = await phone();
-    const dialled = await p.command("dial", `sip:1001@${fqdn}`);
-    expect(dialled.ok, JSON.stringify(dialled)).toBe(true);
-    await p.until(() => p.events("CALL_ESTABLISHED").length > 0, "the answer");
-    // The service hangs up once the Say is over (the handler has nothing more).
-    await p.until(() => p.events("CALL_CLOSED").length > 0, "the service's BYE", 60_000);
-    const row = await ended(p);
-    expect(row.state).toBe("COMPLETED");
-    expect(row.transport).toBe("SIP");
-
-    const spoken = await sharedSpeech().synthesize(GREETING);
-    const expected = sound(spoken);
-    const file = p.dump("dec");
-    expect(file, `sndfile wrote no dump:\n${p.output()}`).toBeDefined();
-    const wav = parseWav(file!);
-    expect(wav.sampleRate).toBe(8000);
-    expect(wav.channels).toBe(1);
-    const heard = sound(wav.firstChannel);
-    // The greeting's stretch, from its first to its last sound, lasts as long as the engine's
-    // (±10%: baresip's jitter buffer may stretch or drop a packet or two), and most of it is sound.
-    expect(heard.spanFrames, `heard ${heard.spanFrames * FRAME} samples`).toBeGreaterThan(
-      expected.spanFrames * 0.9,
-    );
-    expect(heard.spanFrames).toBeLessThan(expected.spanFrames * 1.1);
-    expect(heard.soundFrames).toBeGreaterThan(expected.soundFrames * 0.85);
-    // At the engine's level (G.711 keeps it within a few per cent).
-    expect(heard.rms).toBeGreaterThan(expected.rms * 0.7);
-    expect(heard.rms).toBeLessThan(expected.rms * 1.3);
-  });
-
-  it("sends keys that <Input> receives (RFC 4733 events from baresip's sndcode)", async () => {
-    markup = '<Input NumDigits="3" TimeoutSeconds="20" NextUri="/digits"/>';
-    const p = await phone();
-    handler.requests.length = 0;
-    await p.command("dial", `sip:1002@${fqdn}`);
-    await p.until(() => p.events("CALL_ESTABLISHED").length > 0, "the answer");
-    await p.until(() => handler.requests.some((r) => r.path.startsWith("/voice")), "the handler's request");
-    await new Promise((r) => setTimeout(r, 1000));
-    for (const key of ["3", "1", "4"]) {
-      await p.command("sndcode", key);
-      await new Promise((r) => setTimeout(r, 400));
+    /**
+     * A registered baresip whose microphone says `microphone` (silence by default), padded
+     * with silence to two minutes: baresip 1.0 hangs up when its aufile source ends.
+     */
+    async function phone(microphone = new Int16Array(0)): Promise<Baresip> {
+      const p = await Baresip.start({
+        aor: `sip:alice@${fqdn}`,
+        password: PASSWORD,
+        edgePort: udp,
+        microphone,
+      });
+      phones.push(p);
+      await p.registered();
+      return p;
     }
-    await p.until(() => p.events("CALL_CLOSED").length > 0, "the service's BYE", 60_000);
-    const row = await ended(p);
-    expect(row.state).toBe("COMPLETED");
-    const next = handler.requests.find((r) => r.path.startsWith("/digits"));
-    expect(next, "no request to the NextUri").toBeDefined();
-    expect(JSON.parse(next!.body).parameters).toMatchObject({ digits: "314" });
-  });
-});
+
+    /** The call's row once it has ended. */
+    async function ended(p: Baresip): Promise<CallRow> {
+      let row: CallRow | undefined;
+      await p.until(
+        async () => {
+          const rows = await database.db
+            .select()
+            .from(calls)
+            .where(eq(calls.projectId, project.split("/")[1]!));
+          row = rows.find(
+            (r) =>
+              !seen.has(r.id) &&
+              ["COMPLETED", "FAILED", "BUSY", "REJECTED", "NOT_ANSWERED"].includes(r.state),
+          );
+          return row !== undefined;
+        },
+        "the call's end",
+        60_000,
+      );
+      seen.add(row!.id);
+      return row!;
+    }
+
+    it("hears the synthesized greeting of <Say> (sound for the engine's length of it, not silence)", async () => {
+      markup = `<Say>${GREETING}</Say>`;
+      const p = await phone();
+      const dialled = await p.command("dial", `sip:1001@${fqdn}`);
+      expect(dialled.ok, JSON.stringify(dialled)).toBe(true);
+      await p.until(() => p.events("CALL_ESTABLISHED").length > 0, "the answer");
+      // The service hangs up once the Say is over (the handler has nothing more).
+      await p.until(() => p.events("CALL_CLOSED").length > 0, "the service's BYE", 60_000);
+      const row = await ended(p);
+      expect(row.state).toBe("COMPLETED");
+      expect(row.transport).toBe("SIP");
+
+      const spoken = await sharedSpeech().synthesize(GREETING);
+      const expected = sound(spoken);
+      const file = p.dump("dec");
+      expect(file, `sndfile wrote no dump:\n${p.output()}`).toBeDefined();
+      const wav = parseWav(file!);
+      expect(wav.sampleRate).toBe(8000);
+      expect(wav.channels).toBe(1);
+      const heard = sound(wav.firstChannel);
+      // The greeting's stretch, from its first to its last sound, lasts as long as the engine's
+      // (±10%: baresip's jitter buffer may stretch or drop a packet or two), and most of it is sound.
+      expect(heard.spanFrames, `heard ${heard.spanFrames * FRAME} samples`).toBeGreaterThan(
+        expected.spanFrames * 0.9,
+      );
+      expect(heard.spanFrames).toBeLessThan(expected.spanFrames * 1.1);
+      expect(heard.soundFrames).toBeGreaterThan(expected.soundFrames * 0.85);
+      // At the engine's level (G.711 keeps it within a few per cent).
+      expect(heard.rms).toBeGreaterThan(expected.rms * 0.7);
+      expect(heard.rms).toBeLessThan(expected.rms * 1.3);
+    });
+
+    it("sends keys that <Input> receives (RFC 4733 events from baresip's sndcode)", async () => {
+      markup = '<Input NumDigits="3" TimeoutSeconds="20" NextUri="/digits"/>';
+      const p = await phone();
+      handler.requests.length = 0;
+      await p.command("dial", `sip:1002@${fqdn}`);
+      await p.until(() => p.events("CALL_ESTABLISHED").length > 0, "the answer");
+      await p.until(() => handler.requests.some((r) => r.path.startsWith("/voice")), "the handler's request");
+      await new Promise((r) => setTimeout(r, 1000));
+      for (const key of ["3", "1", "4"]) {
+        await p.command("sndcode", key);
+        await new Promise((r) => setTimeout(r, 400));
+      }
+      await p.until(() => p.events("CALL_CLOSED").length > 0, "the service's BYE", 60_000);
+      const row = await ended(p);
+      expect(row.state).toBe("COMPLETED");
+      const next = handler.requests.find((r) => r.path.startsWith("/digits"));
+      expect(next, "no request to the NextUri").toBeDefined();
+      expect(JSON.parse(next!.body).parameters).toMatchObject({ digits: "314" });
+    });
+  },
+);
