@@ -161,7 +161,7 @@ describe.each(testDatabases())(
       // At the engine's level (G.711 keeps it within a few per cent).
       expect(heard.rms).toBeGreaterThan(expected.rms * 0.7);
       expect(heard.rms).toBeLessThan(expected.rms * 1.3);
-    });
+    }, 150_000);
 
     it("sends keys that <Input> receives (RFC 4733 events from baresip's sndcode)", async () => {
       markup = '<Input NumDigits="3" TimeoutSeconds="20" NextUri="/digits"/>';
@@ -181,6 +181,6 @@ describe.each(testDatabases())(
       const next = handler.requests.find((r) => r.path.startsWith("/digits"));
       expect(next, "no request to the NextUri").toBeDefined();
       expect(JSON.parse(next!.body).parameters).toMatchObject({ digits: "314" });
-    });
+    }, 150_000);
   },
 );

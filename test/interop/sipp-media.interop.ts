@@ -146,7 +146,7 @@ describe.each(testDatabases())(
           "-mp",
           String(await freeMediaPort()),
         ],
-        "90s",
+        "60s",
         dir,
       );
       expect(run.code, run.output).toBe(0);
@@ -190,6 +190,6 @@ describe.each(testDatabases())(
       expect(heard.soundFrames).toBeGreaterThan(expected.soundFrames * 0.85);
       expect(heard.rms).toBeGreaterThan(expected.rms * 0.7);
       expect(heard.rms).toBeLessThan(expected.rms * 1.3);
-    });
+    }, 150_000);
   },
 );
