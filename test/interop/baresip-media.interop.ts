@@ -8,11 +8,15 @@
  *   engine's greeting — sound for most of the engine's length of it, at
  *   its level, not silence;
  * - `<Input>`: the keys baresip sends (RFC 4733 telephone-events, its
- *   `sndcode` command) reach the handler as the Input's digits.
+ *   `sndcode` command) reach the handler as the Input's digits;
+ * - `<Record>`: a message baresip says (its microphone file: the speech
+ *   engine's audio of a sentence) is stored as a recording with sound for
+ *   the sentence's length, at its level; the silence after it ends it.
  * Run by `npm run test:interop` only.
  */
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Recording_State, Recordings } from "../../gen/enfonica/voice/v1beta1/recordings_pb.js";
 import {
   SipDomain_TerminationMode as Mode,
   SipDomains,
@@ -32,6 +36,7 @@ import { FRAME, sound } from "./support/audio.js";
 import { Baresip } from "./support/baresip.js";
 
 const GREETING = "Welcome to Switchboard. This greeting was synthesized for the interop test.";
+const MESSAGE = "Hi, this is alice on baresip. Please call me back tomorrow morning.";
 const PASSWORD = "baresip-media-s3cret";
 
 describe.each(testDatabases())(
@@ -40,6 +45,7 @@ describe.each(testDatabases())(
     const database = useTestDatabase(backend);
     let app: App;
     let udp: number;
+    let base: string;
     let handler: Receiver;
     let fqdn: string;
     let project: string;
@@ -62,6 +68,7 @@ describe.each(testDatabases())(
         db: database.db,
       });
       udp = (await app.listenSip()).local("UDP")!.port;
+      base = `http://127.0.0.1:${(await app.listen(0)).port}`;
       handler = await startReceiver();
       handler.handle((req, res) => {
         res.setHeader("content-type", "application/xml");
@@ -181,6 +188,44 @@ describe.each(testDatabases())(
       const next = handler.requests.find((r) => r.path.startsWith("/digits"));
       expect(next, "no request to the NextUri").toBeDefined();
       expect(JSON.parse(next!.body).parameters).toMatchObject({ digits: "314" });
+    }, 150_000);
+    it("leaves a message that <Record> stores: the speech baresip sent, for its length, at its level", async () => {
+      markup = '<Record PlayBeep="false" TimeoutSeconds="3" MaxDurationSeconds="30"/>';
+      // The microphone: one second of silence, then the message, then silence.
+      const message = await sharedSpeech().synthesize(MESSAGE);
+      const microphone = new Int16Array(8000 + message.length);
+      microphone.set(message, 8000);
+      const p = await phone(microphone);
+      await p.command("dial", `sip:1003@${fqdn}`);
+      await p.until(() => p.events("CALL_ESTABLISHED").length > 0, "the answer");
+      // The silence after the message ends the recording; the document is over: BYE.
+      await p.until(() => p.events("CALL_CLOSED").length > 0, "the service's BYE", 60_000);
+      const row = await ended(p);
+      expect(row.state).toBe("COMPLETED");
+
+      const recordings = createTestClient(Recordings, database.db, systemClock);
+      const parent = `${project}/calls/${row.id}`;
+      const deadline = Date.now() + 30_000;
+      let rec = (await recordings.listRecordings({ parent })).recordings[0];
+      while (rec === undefined || rec.state === Recording_State.PENDING) {
+        if (Date.now() > deadline) throw new Error("no recording");
+        await new Promise((r) => setTimeout(r, 100));
+        rec = (await recordings.listRecordings({ parent })).recordings[0];
+      }
+      expect(rec.state).toBe(Recording_State.SUCCEEDED);
+      const full = await recordings.getRecording({ name: rec.name });
+      const audio = full.audio.find((a) => a.mimeType === "audio/x-wav")!;
+      const res = await fetch(audio.uri.startsWith("http") ? audio.uri : `${base}${audio.uri}`);
+      expect(res.status).toBe(200);
+      const heard = sound(parseWav(Buffer.from(await res.arrayBuffer())).firstChannel);
+      const expected = sound(message);
+      expect(heard.spanFrames, `recorded ${heard.spanFrames * FRAME} samples of sound`).toBeGreaterThan(
+        expected.spanFrames * 0.9,
+      );
+      expect(heard.spanFrames).toBeLessThan(expected.spanFrames * 1.1);
+      expect(heard.soundFrames).toBeGreaterThan(expected.soundFrames * 0.85);
+      expect(heard.rms).toBeGreaterThan(expected.rms * 0.7);
+      expect(heard.rms).toBeLessThan(expected.rms * 1.3);
     }, 150_000);
   },
 );
