@@ -103,12 +103,13 @@ describe.each(testDatabases())(
      * A registered baresip whose microphone says `microphone` (silence by default), padded
      * with silence to two minutes: baresip 1.0 hangs up when its aufile source ends.
      */
-    async function phone(microphone = new Int16Array(0)): Promise<Baresip> {
+    async function phone(microphone = new Int16Array(0), codec: "PCMU" | "PCMA" = "PCMU"): Promise<Baresip> {
       const p = await Baresip.start({
         aor: `sip:alice@${fqdn}`,
         password: PASSWORD,
         edgePort: udp,
         microphone,
+        codec,
       });
       phones.push(p);
       await p.registered();
@@ -138,37 +139,42 @@ describe.each(testDatabases())(
       return row!;
     }
 
-    it("hears the synthesized greeting of <Say> (sound for the engine's length of it, not silence)", async () => {
-      markup = `<Say>${GREETING}</Say>`;
-      const p = await phone();
-      const dialled = await p.command("dial", `sip:1001@${fqdn}`);
-      expect(dialled.ok, JSON.stringify(dialled)).toBe(true);
-      await p.until(() => p.events("CALL_ESTABLISHED").length > 0, "the answer");
-      // The service hangs up once the Say is over (the handler has nothing more).
-      await p.until(() => p.events("CALL_CLOSED").length > 0, "the service's BYE", 60_000);
-      const row = await ended(p);
-      expect(row.state).toBe("COMPLETED");
-      expect(row.transport).toBe("SIP");
+    it.each(["PCMU", "PCMA"] as const)(
+      "hears the synthesized greeting of <Say> over %s (sound for the engine's length of it, not silence)",
+      async (codec) => {
+        markup = `<Say>${GREETING}</Say>`;
+        const p = await phone(undefined, codec);
+        const dialled = await p.command("dial", `sip:1001@${fqdn}`);
+        expect(dialled.ok, JSON.stringify(dialled)).toBe(true);
+        await p.until(() => p.events("CALL_ESTABLISHED").length > 0, "the answer");
+        // The service hangs up once the Say is over (the handler has nothing more).
+        await p.until(() => p.events("CALL_CLOSED").length > 0, "the service's BYE", 60_000);
+        const row = await ended(p);
+        expect(row.state).toBe("COMPLETED");
+        expect(row.transport).toBe("SIP");
 
-      const spoken = await sharedSpeech().synthesize(GREETING);
-      const expected = sound(spoken);
-      const file = p.dump("dec");
-      expect(file, `sndfile wrote no dump:\n${p.output()}`).toBeDefined();
-      const wav = parseWav(file!);
-      expect(wav.sampleRate).toBe(8000);
-      expect(wav.channels).toBe(1);
-      const heard = sound(wav.firstChannel);
-      // The greeting's stretch, from its first to its last sound, lasts as long as the engine's
-      // (±10%: baresip's jitter buffer may stretch or drop a packet or two), and most of it is sound.
-      expect(heard.spanFrames, `heard ${heard.spanFrames * FRAME} samples`).toBeGreaterThan(
-        expected.spanFrames * 0.9,
-      );
-      expect(heard.spanFrames).toBeLessThan(expected.spanFrames * 1.1);
-      expect(heard.soundFrames).toBeGreaterThan(expected.soundFrames * 0.85);
-      // At the engine's level (G.711 keeps it within a few per cent).
-      expect(heard.rms).toBeGreaterThan(expected.rms * 0.7);
-      expect(heard.rms).toBeLessThan(expected.rms * 1.3);
-    }, 150_000);
+        const spoken = await sharedSpeech().synthesize(GREETING);
+        const expected = sound(spoken);
+        const file = p.dump("dec");
+        expect(file, `sndfile wrote no dump:\n${p.output()}`).toBeDefined();
+        const wav = parseWav(file!);
+        expect(wav.sampleRate).toBe(8000);
+        expect(wav.channels).toBe(1);
+        expect(p.output()).toContain(`Set audio decoder: ${codec} 8000Hz`);
+        const heard = sound(wav.firstChannel);
+        // The greeting's stretch, from its first to its last sound, lasts as long as the engine's
+        // (±10%: baresip's jitter buffer may stretch or drop a packet or two), and most of it is sound.
+        expect(heard.spanFrames, `heard ${heard.spanFrames * FRAME} samples`).toBeGreaterThan(
+          expected.spanFrames * 0.9,
+        );
+        expect(heard.spanFrames).toBeLessThan(expected.spanFrames * 1.1);
+        expect(heard.soundFrames).toBeGreaterThan(expected.soundFrames * 0.85);
+        // At the engine's level (G.711 keeps it within a few per cent).
+        expect(heard.rms).toBeGreaterThan(expected.rms * 0.7);
+        expect(heard.rms).toBeLessThan(expected.rms * 1.3);
+      },
+      150_000,
+    );
 
     it("sends keys that <Input> receives (RFC 4733 events from baresip's sndcode)", async () => {
       markup = '<Input NumDigits="3" TimeoutSeconds="20" NextUri="/digits"/>';

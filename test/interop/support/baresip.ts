@@ -32,6 +32,8 @@ export interface BaresipOptions {
   microphone: Int16Array;
   /** Seconds between registrations (default 300). */
   regint?: number;
+  /** The one codec it offers and accepts (default PCMU). */
+  codec?: "PCMU" | "PCMA";
   /** `auto`: answers incoming calls at once (default `manual`). */
   answermode?: "manual" | "auto";
 }
@@ -99,7 +101,7 @@ export class Baresip {
       join(dir, "accounts"),
       `<${options.aor};transport=udp>;auth_pass=${options.password};` +
         `outbound="sip:127.0.0.1:${options.edgePort};transport=udp";regint=${options.regint ?? 300};` +
-        `audio_codecs=PCMU;answermode=${options.answermode ?? "manual"}\n`,
+        `audio_codecs=${options.codec ?? "PCMU"};answermode=${options.answermode ?? "manual"}\n`,
     );
     writeFileSync(
       join(dir, "config"),
