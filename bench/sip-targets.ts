@@ -5,6 +5,7 @@
  * and neither holds nor misses.
  */
 import type { EngineCheck } from "./calls-targets.js";
+import type { MediaResult } from "./sip-media.js";
 
 export interface RegisterResult {
   users: number;
@@ -82,4 +83,51 @@ export function sipTargetChecks(register: RegisterResult | undefined, calls: Cal
     },
   );
   return checks;
+}
+
+/** Issue 28's media targets, checked against bench/sip-media.ts's run. */
+export function mediaTargetChecks(m: MediaResult | { measured: false; why: string }): EngineCheck[] {
+  const targets = [
+    ">= 400 concurrent calls with bidirectional G.711 RTP for 60 s",
+    "<= 2 ms server CPU per call-second",
+    "outgoing packet spacing p99 within 20 ± 3 ms (at the callers)",
+    "0 packets lost on loopback",
+    "<= 250 KB server memory per call",
+  ];
+  if ("measured" in m)
+    return targets.map((target) => ({ target, measured: `not measured: ${m.why}`, holds: undefined }));
+  const atTarget = m.calls >= 400 && m.seconds >= 60;
+  const indicative = atTarget ? "" : " (fewer calls or a shorter run than the target's: indicative only)";
+  const lost = m.lostOut + m.droppedAtServer + m.droppedAtCallers;
+  return [
+    {
+      target: targets[0]!,
+      measured: `${m.established} of ${m.calls} calls up (${m.failedSetups} failed), ${m.endedEarly} ended before the window's end; ${m.seconds.toFixed(1)} s measured; ${m.sent} packets sent to the service, ${m.received} received from it${indicative}`,
+      holds: atTarget ? m.established >= 400 && m.endedEarly === 0 : undefined,
+    },
+    {
+      target: targets[1]!,
+      measured: `${m.serverCpuMsPerCallSecond.toFixed(3)} ms${indicative}`,
+      holds: m.serverCpuMsPerCallSecond <= 2,
+    },
+    {
+      target: targets[2]!,
+      measured:
+        m.spacingCount === 0
+          ? "no consecutive packets received"
+          : `p1 ${m.spacingP1} ms, p50 ${m.spacingP50} ms, p99 ${m.spacingP99} ms, largest ${m.spacingMax} ms over ${m.spacingCount} intervals (0.25 ms buckets; ${m.spacingSource === "capture" ? "kernel timestamps of a loopback capture" : "the callers' timestamps"}). ${m.spacingNote}; the callers' event-loop delay p99 ${m.callersLoopDelayP99Ms.toFixed(1)} ms, max ${m.callersLoopDelayMaxMs.toFixed(1)} ms`,
+      // Both tails: 98% of the intervals within 17..23 ms (a burst shows as a low p1).
+      holds: m.spacingCount === 0 ? false : m.spacingP99 <= 23 && m.spacingP1 >= 17,
+    },
+    {
+      target: targets[3]!,
+      measured: `${m.lostOut} missing at the callers (sequence gaps), ${m.droppedAtServer} dropped by the kernel at the server's sockets, ${m.droppedAtCallers} at the callers'`,
+      holds: lost === 0,
+    },
+    {
+      target: targets[4]!,
+      measured: `${m.memoryKbPerCall.toFixed(1)} KB (VmRSS ${(m.rssBeforeBytes / 1048576).toFixed(1)} → ${(m.rssAfterBytes / 1048576).toFixed(1)} MiB over ${m.established} calls)`,
+      holds: m.memoryKbPerCall <= 250,
+    },
+  ];
 }

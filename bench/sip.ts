@@ -15,15 +15,27 @@
  *    (BENCH_SIP_IDLE_SECONDS, 10: its timers and pollers). Target: <= 5%,
  *    idle included.
  * 2. Call setups: a PROGRAMMABLE domain whose handler answers
- *    `<Say>` then `<Hangup/>`, SIPp calling it (bench/sip/call.xml) at
+ *    `<Say>` (the document's end hangs up), SIPp calling it (bench/sip/call.xml) at
  *    BENCH_SIP_CALL_RATE (200/s) for BENCH_SIP_CALL_SECONDS (60). Targets:
  *    >= 200 setups/s for 60 s, 0 failed, <= 3 ms server CPU per call.
- *    One INVITE is sent first: while the edge answers INVITE with 501 (calls
- *    over SIP are not built yet) the section prints "not measured".
+ *    One INVITE (with an SDP offer) is sent first: unless it is answered
+ *    200 the section prints "not measured" with the answer.
+ * 3. Media (issue 28): BENCH_SIP_MEDIA_CALLS (400) concurrent calls, set up
+ *    at BENCH_SIP_MEDIA_RATE (50/s), into a PROGRAMMABLE domain whose
+ *    handler answers `<Play>` of a WAV it serves (long enough for the run)
+ *    (its end hangs up); the callers, a child process of raw sockets
+ *    (bench/sip-media-peers.ts), send G.711 every 20 ms, so RTP flows both
+ *    ways; measured for BENCH_SIP_MEDIA_SECONDS (60) once all are up
+ *    (bench/sip-media.ts). Targets: >= 400 calls, <= 2 ms server CPU per
+ *    call-second, outgoing spacing p99 within 20 ± 3 ms (at the callers),
+ *    0 packets lost on loopback, <= 250 KB server memory per call.
  *
- * BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops.
- * A quick run on a busy machine: BENCH_SIP_USERS=200 BENCH_SIP_REGISTER_SECONDS=10
- * BENCH_SIP_CALL_SECONDS=5 (the figures are then marked indicative).
+ * BENCH_SIP_SECTIONS: a comma-separated subset of register,calls,media
+ * (default all three). BENCH_CPU_PROF=<dir>: the server writes a V8 CPU
+ * profile there when it stops. `npm run bench:sip -- --quick`: a smoke run
+ * (200 users for 10 s, 50 setups/s for 5 s, 40 media calls for 10 s; any
+ * BENCH_SIP_* variable still wins); figures from a smaller or shorter run
+ * than the target's are marked indicative.
  */
 import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";
@@ -44,7 +56,8 @@ import { openPostgres } from "../src/db/client.js";
 import { buildServer } from "./calls-server.js";
 import { formatChecks } from "./calls-targets.js";
 import { Child, killAllNow, ROOT, stopAll } from "./children.js";
-import { type CallResult, type RegisterResult, sipTargetChecks } from "./sip-targets.js";
+import { playWav, runMedia } from "./sip-media.js";
+import { type CallResult, mediaTargetChecks, type RegisterResult, sipTargetChecks } from "./sip-targets.js";
 import { sippRun } from "./sipp.js";
 
 function intEnv(name: string, fallback: number, min: number): number {
@@ -55,12 +68,26 @@ function intEnv(name: string, fallback: number, min: number): number {
   return n;
 }
 
-const USERS = intEnv("BENCH_SIP_USERS", 2000, 1);
+const QUICK = process.argv.includes("--quick");
+const USERS = intEnv("BENCH_SIP_USERS", QUICK ? 200 : 2000, 1);
 const REFRESH_SECONDS = intEnv("BENCH_SIP_REFRESH_SECONDS", 60, 1);
-const REGISTER_SECONDS = intEnv("BENCH_SIP_REGISTER_SECONDS", 60, 1);
-const CALL_RATE = intEnv("BENCH_SIP_CALL_RATE", 200, 1);
-const CALL_SECONDS = intEnv("BENCH_SIP_CALL_SECONDS", 60, 1);
-const IDLE_SECONDS = intEnv("BENCH_SIP_IDLE_SECONDS", 10, 1);
+const REGISTER_SECONDS = intEnv("BENCH_SIP_REGISTER_SECONDS", QUICK ? 10 : 60, 1);
+const CALL_RATE = intEnv("BENCH_SIP_CALL_RATE", QUICK ? 50 : 200, 1);
+const CALL_SECONDS = intEnv("BENCH_SIP_CALL_SECONDS", QUICK ? 5 : 60, 1);
+const IDLE_SECONDS = intEnv("BENCH_SIP_IDLE_SECONDS", QUICK ? 3 : 10, 1);
+const MEDIA_CALLS = intEnv("BENCH_SIP_MEDIA_CALLS", QUICK ? 40 : 400, 1);
+const MEDIA_SECONDS = intEnv("BENCH_SIP_MEDIA_SECONDS", QUICK ? 10 : 60, 1);
+const MEDIA_RATE = intEnv("BENCH_SIP_MEDIA_RATE", 50, 1);
+const SECTIONS = new Set(
+  (process.env.BENCH_SIP_SECTIONS || "register,calls,media").split(",").map((x) => x.trim()),
+);
+for (const section of SECTIONS) {
+  if (!["register", "calls", "media"].includes(section)) {
+    throw new Error(
+      `BENCH_SIP_SECTIONS: unknown section ${JSON.stringify(section)} (register, calls, media)`,
+    );
+  }
+}
 const OPERATOR_TOKEN = "bench-sip-operator-token-0123456789abcdef";
 const PROJECT_ID = "bench-sip";
 const PASSWORD = "bench-sip-s3cret";
@@ -96,6 +123,19 @@ async function probeInvite(port: number, fqdn: string): Promise<number | undefin
   await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", () => resolve()));
   const local = socket.address().port;
   const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
+  // An offer (an INVITE without one is answered 488: no codec in common).
+  const sdp = [
+    "v=0",
+    `o=- 1 1 IN IP4 127.0.0.1`,
+    "s=-",
+    "c=IN IP4 127.0.0.1",
+    "t=0 0",
+    `m=audio ${local} RTP/AVP 0 8 101`,
+    "a=rtpmap:0 PCMU/8000",
+    "a=rtpmap:8 PCMA/8000",
+    "a=rtpmap:101 telephone-event/8000",
+    "",
+  ].join("\r\n");
   const lines = [
     `INVITE sip:bench@${fqdn} SIP/2.0`,
     `Via: SIP/2.0/UDP 127.0.0.1:${local};rport;branch=${branch}`,
@@ -105,9 +145,10 @@ async function probeInvite(port: number, fqdn: string): Promise<number | undefin
     `Call-ID: ${branch}@bench`,
     "CSeq: 1 INVITE",
     `Contact: <sip:probe@127.0.0.1:${local}>`,
-    "Content-Length: 0",
+    "Content-Type: application/sdp",
+    `Content-Length: ${Buffer.byteLength(sdp)}`,
     "",
-    "",
+    sdp,
   ];
   try {
     return await new Promise<number | undefined>((resolve) => {
@@ -127,19 +168,33 @@ async function probeInvite(port: number, fqdn: string): Promise<number | undefin
   }
 }
 
-/** The call handler of the PROGRAMMABLE domain: `<Say>` then hang up. */
-function startHandler(): Promise<{ server: Server; url: string }> {
+/**
+ * The call handlers: `/voice` answers `<Say>` then hang up (call setups);
+ * `/media` `<Play>`s `/media.wav` (served here, cacheable) then hangs up.
+ */
+function startHandler(wav: Buffer): Promise<{ server: Server; url: string; base: string }> {
   const server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
+      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      if (req.url?.startsWith("/media.wav")) {
+        res.writeHead(200, { "Content-Type": "audio/wav", "Cache-Control": "max-age=3600" });
+        res.end(wav);
+        return;
+      }
       res.writeHead(200, { "Content-Type": "application/xml" });
-      res.end('<?xml version="1.0" encoding="UTF-8"?><Response><Say>Hello</Say><Hangup/></Response>');
+      res.end(
+        req.url?.startsWith("/media")
+          ? `<?xml version="1.0" encoding="UTF-8"?><Response><Play>${base}/media.wav</Play></Response>`
+          : '<?xml version="1.0" encoding="UTF-8"?><Response><Say>Hello</Say></Response>',
+      );
     });
   });
   return new Promise((resolve) =>
     server.listen(0, "127.0.0.1", () => {
       const address = server.address() as { port: number };
-      resolve({ server, url: `http://127.0.0.1:${address.port}/voice` });
+      const base = `http://127.0.0.1:${address.port}`;
+      resolve({ server, url: `${base}/voice`, base });
     }),
   );
 }
@@ -164,6 +219,8 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
       RATE_LIMIT_PROJECT_PER_SECOND: "0",
       RATE_LIMIT_API_KEY_PER_SECOND: "0",
       CALL_CONCURRENCY_LIMIT: process.env.CALL_CONCURRENCY_LIMIT ?? "10000",
+      // Ephemeral RTP ports: the machine may be shared with other services using 10000-20000.
+      RTP_PORT_MIN: process.env.RTP_PORT_MIN ?? "0",
     },
     [],
     {
@@ -197,81 +254,85 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
     sipDomainId: "bench-register",
     sipDomain: { allowRegister: true },
   });
-  const handler = await startHandler();
+  // Long enough for the calls' ramp, the settling and the window.
+  const handler = await startHandler(playWav(MEDIA_SECONDS + Math.ceil(MEDIA_CALLS / MEDIA_RATE) + 20));
   try {
     // 1. Registrations.
-    log(`creating ${USERS} SIP users ...`);
-    const names = Array.from({ length: USERS }, (_, i) => `u${i}`);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        while (next < names.length) {
-          const username = names[next++]!;
-          await users.createSipUser({
-            parent: registerDomain.name,
-            sipUserId: username,
-            sipUser: { username, password: PASSWORD },
-          });
-        }
-      }),
-    );
-    const csv = join(dir, "users.csv");
-    await writeFile(
-      csv,
-      `SEQUENTIAL\n${names.map((u) => `${u};[authentication username=${u} password=${PASSWORD}];`).join("\n")}\n`,
-    );
-    const fqdn = `bench-register.${BASE_DOMAIN}`;
-    const registerArgs = (calls: number, perSecond: { calls: number; periodMs: number }) => [
-      `127.0.0.1:${sipPort}`,
-      "-sf",
-      REGISTER_SCENARIO,
-      "-inf",
-      csv,
-      "-key",
-      "expires",
-      String(Math.max(60, REFRESH_SECONDS * 2)),
-      "-s",
-      fqdn,
-      "-t",
-      "u1",
-      "-m",
-      String(calls),
-      "-r",
-      String(perSecond.calls),
-      "-rp",
-      String(perSecond.periodMs),
-    ];
-    log(`registering each user once (not measured) ...`);
-    const first = await sippRun(registerArgs(USERS, { calls: 200, periodMs: 1000 }), USERS / 200 + 120);
-    if (first.failed > 0 || first.code !== 0) {
-      throw new Error(
-        `the first registrations failed (${first.failed} of ${USERS}):\n${first.output.slice(-4000)}`,
+    let register: RegisterResult | undefined;
+    if (SECTIONS.has("register")) {
+      log(`creating ${USERS} SIP users ...`);
+      const names = Array.from({ length: USERS }, (_, i) => `u${i}`);
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < names.length) {
+            const username = names[next++]!;
+            await users.createSipUser({
+              parent: registerDomain.name,
+              sipUserId: username,
+              sipUser: { username, password: PASSWORD },
+            });
+          }
+        }),
       );
+      const csv = join(dir, "users.csv");
+      await writeFile(
+        csv,
+        `SEQUENTIAL\n${names.map((u) => `${u};[authentication username=${u} password=${PASSWORD}];`).join("\n")}\n`,
+      );
+      const fqdn = `bench-register.${BASE_DOMAIN}`;
+      const registerArgs = (calls: number, perSecond: { calls: number; periodMs: number }) => [
+        `127.0.0.1:${sipPort}`,
+        "-sf",
+        REGISTER_SCENARIO,
+        "-inf",
+        csv,
+        "-key",
+        "expires",
+        String(Math.max(60, REFRESH_SECONDS * 2)),
+        "-s",
+        fqdn,
+        "-t",
+        "u1",
+        "-m",
+        String(calls),
+        "-r",
+        String(perSecond.calls),
+        "-rp",
+        String(perSecond.periodMs),
+      ];
+      log(`registering each user once (not measured) ...`);
+      const first = await sippRun(registerArgs(USERS, { calls: 200, periodMs: 1000 }), USERS / 200 + 120);
+      if (first.failed > 0 || first.code !== 0) {
+        throw new Error(
+          `the first registrations failed (${first.failed} of ${USERS}):\n${first.output.slice(-4000)}`,
+        );
+      }
+      log(`measuring the idle server for ${IDLE_SECONDS} s ...`);
+      const idle = await measured(server, () => new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000)));
+      const refreshes = Math.max(1, Math.round((USERS * REGISTER_SECONDS) / REFRESH_SECONDS));
+      log(
+        `measuring: ${USERS} users refreshing every ${REFRESH_SECONDS} s for ${REGISTER_SECONDS} s (${refreshes} REGISTERs) ...`,
+      );
+      const run = await measured(server, () =>
+        sippRun(
+          registerArgs(refreshes, { calls: USERS, periodMs: REFRESH_SECONDS * 1000 }),
+          REGISTER_SECONDS + 120,
+        ),
+      );
+      register = {
+        users: USERS,
+        refreshSeconds: REFRESH_SECONDS,
+        seconds: run.wallMs / 1000,
+        registers: run.value.succeeded + run.value.failed,
+        failed: run.value.failed,
+        cpuPercent: (run.cpuMs / run.wallMs) * 100,
+        idleCpuPercent: (idle.cpuMs / idle.wallMs) * 100,
+        cpuMsPerRegister:
+          (run.cpuMs - (idle.cpuMs / idle.wallMs) * run.wallMs) /
+          Math.max(1, run.value.succeeded + run.value.failed),
+      };
     }
-    log(`measuring the idle server for ${IDLE_SECONDS} s ...`);
-    const idle = await measured(server, () => new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000)));
-    const refreshes = Math.max(1, Math.round((USERS * REGISTER_SECONDS) / REFRESH_SECONDS));
-    log(
-      `measuring: ${USERS} users refreshing every ${REFRESH_SECONDS} s for ${REGISTER_SECONDS} s (${refreshes} REGISTERs) ...`,
-    );
-    const run = await measured(server, () =>
-      sippRun(
-        registerArgs(refreshes, { calls: USERS, periodMs: REFRESH_SECONDS * 1000 }),
-        REGISTER_SECONDS + 120,
-      ),
-    );
-    const register: RegisterResult = {
-      users: USERS,
-      refreshSeconds: REFRESH_SECONDS,
-      seconds: run.wallMs / 1000,
-      registers: run.value.succeeded + run.value.failed,
-      failed: run.value.failed,
-      cpuPercent: (run.cpuMs / run.wallMs) * 100,
-      idleCpuPercent: (idle.cpuMs / idle.wallMs) * 100,
-      cpuMsPerRegister:
-        (run.cpuMs - (idle.cpuMs / idle.wallMs) * run.wallMs) /
-        Math.max(1, run.value.succeeded + run.value.failed),
-    };
 
     // 2. Call setups.
     const callDomain = await domains.createSipDomain({
@@ -286,7 +347,9 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
     const callFqdn = `${callDomain.sipDomainId}.${BASE_DOMAIN}`;
     const probe = await probeInvite(sipPort, callFqdn);
     let calls: CallResult;
-    if (probe === 501) {
+    if (!SECTIONS.has("calls")) {
+      calls = { measured: false, why: "skipped (BENCH_SIP_SECTIONS)" };
+    } else if (probe === 501) {
       calls = { measured: false, why: "INVITE answers 501 (calls over SIP are not built yet)" };
     } else if (probe !== 200) {
       calls = { measured: false, why: `the probe INVITE was answered ${probe ?? "nothing in 10 s"}` };
@@ -325,9 +388,52 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
       };
     }
 
+    // 3. Media.
+    let media: Parameters<typeof mediaTargetChecks>[0] = {
+      measured: false,
+      why: "skipped (BENCH_SIP_SECTIONS)",
+    };
+    if (SECTIONS.has("media")) {
+      const mediaDomain = await domains.createSipDomain({
+        parent: `projects/${PROJECT_ID}`,
+        sipDomainId: "bench-media",
+        sipDomain: {
+          callTerminationMode: TerminationMode.PROGRAMMABLE,
+          callTerminationHandlerUris: [`${handler.base}/media`],
+          cidrBlocks: [{ cidrBlock: "127.0.0.0/8" }],
+        },
+      });
+      const mediaFqdn = `${mediaDomain.sipDomainId}.${BASE_DOMAIN}`;
+      media = await runMedia(
+        server,
+        { sipPort, fqdn: mediaFqdn, calls: MEDIA_CALLS, seconds: MEDIA_SECONDS, perSecond: MEDIA_RATE, dir },
+        log,
+      );
+      if (media.failedSetups > 0) {
+        // Why the engine ended them (the calls' rows): the SIP answer alone does not say.
+        const db = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+        try {
+          const rows = await db<{ state: string; error_code: string; error_message: string; n: number }[]>`
+            select state, error_code, error_message, count(*)::int as n from calls
+            where project_id = ${PROJECT_ID} group by 1, 2, 3 order by n desc limit 5`;
+          for (const r of rows) log(`media: calls ${r.state} ${r.error_code} ${r.error_message}: ${r.n}`);
+        } finally {
+          await db.end({ timeout: 5 });
+        }
+      }
+    }
+
     log("");
     log("SIP edge targets (issue 27):");
     for (const line of formatChecks(sipTargetChecks(register, calls))) log(line);
+    log("");
+    log(
+      `SIP media targets (issue 28; ${os.cpus().length} cores, load average ${os
+        .loadavg()
+        .map((x) => x.toFixed(2))
+        .join(" ")}):`,
+    );
+    for (const line of formatChecks(mediaTargetChecks(media))) log(line);
   } finally {
     handler.server.close();
     await server.stop();

@@ -2,12 +2,14 @@
  * Every setting of the service, read from the environment once and
  * validated. Nothing else in src/ reads process.env.
  */
+
 import { resolve } from "node:path";
 import type { DatabaseTimeouts } from "./db/client.js";
 import { databaseUrlFrom, dataDirFrom, embeddedDurableFrom } from "./db/location.js";
 import { DEFAULT_LOG_BUFFER_BYTES } from "./log.js";
 import { loadMessageRates, type MessageRates } from "./messaging/messages/rates.js";
 import { loadTracingConfig, type TracingConfig } from "./observability/tracing.js";
+import { loadSipGuardSettings, type SipGuardSettings, SipGuardSettingsError } from "./sip/guard.js";
 import { loadSimulatorTimeScale, SimulatorConfigError } from "./telephony/simulator/config.js";
 import {
   loadSipCarrierSettings,
@@ -19,6 +21,11 @@ import {
   type SipCaptureConfig,
   SipCaptureConfigError,
 } from "./telephony/sip-edge/capture-config.js";
+import {
+  loadTranscriberSettings,
+  type TranscriberSettings,
+  TranscriberSettingsError,
+} from "./transcriptions/settings.js";
 import { type CallRates, CallRatesError, loadCallRates } from "./voice/calls/rates.js";
 import {
   loadSipDomainsConfig,
@@ -115,8 +122,10 @@ export interface Config {
     digestAlgorithms: Array<"SHA-256" | "MD5">;
     /** SIP_CAPTURE*: the capture of real calls' SIP messages (src/telephony/sip-edge/capture-config.ts). */
     capture: SipCaptureConfig;
+    /** SIP_GUARD_*: per-source limits and blocks at the edge (src/sip/guard.ts). */
+    guard: SipGuardSettings;
   };
-  /** SIP_OUTBOUND, RTP_PORT_MIN, RTP_PORT_MAX: real calls over the SIP edge (src/telephony/sip-carrier/settings.ts). */
+  /** SIP_OUTBOUND, RTP_PORT_MIN, RTP_PORT_MAX, RTP_TIMEOUT_SECONDS: real calls over the SIP edge (src/telephony/sip-carrier/settings.ts). */
   sipCarrier: SipCarrierSettings;
   /** SIP domains: base domain and the collaboration platform (src/voice/sip-domains/config.ts). */
   sipDomains: SipDomainsConfig;
@@ -156,6 +165,11 @@ export interface Config {
   messageRates: MessageRates;
   /** Recordings: blob store, download links, processing (src/recordings/). */
   recordings: RecordingsConfig;
+  /**
+   * TRANSCRIBER_*: the speech recognizer transcribing recordings of real
+   * (SIP) calls (src/transcriptions/settings.ts); undefined: none.
+   */
+  transcriber: TranscriberSettings | undefined;
   /** Rate limits and the cap on calls in flight (docs/idempotency-and-limits.md). */
   limits: LimitsConfig;
   /**
@@ -574,6 +588,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsPort: int(env, "SIP_TLS_PORT", 5061, 0, 65535),
       advertisedHost: env.SIP_ADVERTISED_HOST || undefined,
       digestAlgorithms: digestAlgorithms(env.SIP_DIGEST_ALGORITHMS),
+      guard: sipGuard(env),
       capture: sipCapture(env),
     },
     sipCarrier: sipCarrier(env),
@@ -593,6 +608,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     callRates: callRates(env),
     messageRates: messageRates(env),
     recordings: recordings(env, dataDir, databaseUrl),
+    transcriber: transcriber(env),
     limits: limits(env),
     idempotencyKeyTtlSeconds: int(env, "IDEMPOTENCY_KEY_TTL_SECONDS", 86_400, 60, 30 * 86_400),
     faultKillAfterCreateCommit: env.FAULT_KILL_AFTER_CREATE_COMMIT || undefined,
@@ -627,11 +643,29 @@ function messageRates(env: NodeJS.ProcessEnv): MessageRates {
   }
 }
 
+function transcriber(env: NodeJS.ProcessEnv): TranscriberSettings | undefined {
+  try {
+    return loadTranscriberSettings(env);
+  } catch (err) {
+    if (err instanceof TranscriberSettingsError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
 function sipCarrier(env: NodeJS.ProcessEnv): SipCarrierSettings {
   try {
     return loadSipCarrierSettings(env);
   } catch (err) {
     if (err instanceof SipCarrierSettingsError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function sipGuard(env: NodeJS.ProcessEnv): SipGuardSettings {
+  try {
+    return loadSipGuardSettings(env);
+  } catch (err) {
+    if (err instanceof SipGuardSettingsError) throw new ConfigError(err.message);
     throw err;
   }
 }

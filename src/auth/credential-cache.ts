@@ -23,6 +23,7 @@
  * empties the cache.
  */
 import { sql } from "drizzle-orm";
+import { type Changes, changesPerDatabase } from "../db/changes.js";
 import type { DbOrTx } from "../db/client.js";
 import type { StoredAccessToken } from "../oauth/access-tokens-repository.js";
 import type { CredentialStore, StoredKey } from "./interceptor.js";
@@ -38,36 +39,15 @@ export async function notifyCredentialChange(tx: DbOrTx, keyId: string | undefin
   await tx.execute(sql`select pg_notify(${CREDENTIALS_CHANNEL}, ${keyId ?? ALL_KEYS})`);
 }
 
-/** This process's fan-out of credential changes to the caches of the apps on one database. */
-export class CredentialChanges {
-  private readonly listeners = new Set<(keyId: string | undefined) => void>();
-
-  /** A key changed (or, with undefined, possibly every key): call after the change committed. */
-  changed(keyId: string | undefined): void {
-    for (const listener of this.listeners) listener(keyId);
-  }
-
-  subscribe(listener: (keyId: string | undefined) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-}
-
-const changesByDb = new WeakMap<DbOrTx, CredentialChanges>();
+/** This process's fan-out of credential changes (a key id, or undefined for every key). */
+export type CredentialChanges = Changes<string>;
 
 /**
  * The in-process changes of `db`: what the repositories report to and every
  * cache on that database object listens to (apps on separate connections to
  * one PostgreSQL are told by NOTIFY instead).
  */
-export function credentialChangesOf(db: DbOrTx): CredentialChanges {
-  let changes = changesByDb.get(db);
-  if (changes === undefined) {
-    changes = new CredentialChanges();
-    changesByDb.set(db, changes);
-  }
-  return changes;
-}
+export const credentialChangesOf: (db: DbOrTx) => CredentialChanges = changesPerDatabase<string>();
 
 export interface CredentialCacheOptions {
   /** How long an entry may be served, ms (a backstop to invalidation). */

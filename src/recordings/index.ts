@@ -9,6 +9,8 @@ import type { Db } from "../db/client.js";
 import type { Logger } from "../log.js";
 import { SimulatorTranscriber } from "../telephony/simulator/transcriber.js";
 import { TranscriptionsDomain } from "../transcriptions/domain.js";
+import { OpenAiTranscriber } from "../transcriptions/openai-transcriber.js";
+import { SelectingTranscriber } from "../transcriptions/select.js";
 import type { Transcriber } from "../transcriptions/transcriber.js";
 import { type BlobStore, FileBlobStore } from "./blobs.js";
 import { RecordingsDomain } from "./domain.js";
@@ -25,7 +27,11 @@ export interface RecordingsDeps {
   blobs?: BlobStore;
   /** Replaces the default processing (tests). */
   processor?: AudioProcessor;
-  /** Replaces the simulator's speech to text (a real adapter, tests). */
+  /**
+   * Replaces the speech to text chosen per recording (the simulator's known
+   * words for simulated calls, TRANSCRIBER_URL's recognizer for real ones:
+   * src/transcriptions/select.ts) — tests.
+   */
   transcriber?: Transcriber;
 }
 
@@ -44,12 +50,29 @@ export function createRecordings(deps: RecordingsDeps): RecordingsDomain {
       db: deps.db,
       clock: deps.clock,
       log: deps.log,
-      transcriber: deps.transcriber ?? new SimulatorTranscriber(),
+      transcriber: deps.transcriber ?? defaultTranscriber(config),
       // Speech to text gets as long as audio processing does.
       timeoutMs: config.recordings.processingTimeoutMs,
       ...(deps.kickWebhooks === undefined ? {} : { kick: deps.kickWebhooks }),
     }),
   });
+}
+
+/** The simulator's known words for simulated calls; the configured recognizer (if any) for real ones. */
+function defaultTranscriber(config: Config): Transcriber {
+  const settings = config.transcriber;
+  return new SelectingTranscriber(
+    new SimulatorTranscriber(),
+    settings === undefined
+      ? undefined
+      : new OpenAiTranscriber({
+          url: settings.url,
+          model: settings.model,
+          timeoutMs: settings.timeoutMs,
+          ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey }),
+          ...(settings.language === undefined ? {} : { language: settings.language }),
+        }),
+  );
 }
 
 export type { BlobStore } from "./blobs.js";

@@ -5,6 +5,7 @@
  * and retransmitted 2xx responses to them (481 for an unknown dialog).
  */
 import { authorize, type Credentials } from "./authorize.js";
+import type { DigestClient } from "./client-digest.js";
 import { Dialog, type DialogUser, dialogId } from "./dialog.js";
 import { type RequestHandler, randomToken, type SipEndpoint } from "./endpoint.js";
 import {
@@ -19,7 +20,7 @@ import {
 } from "./message.js";
 import type { ClientTransaction, ServerTransaction } from "./transaction.js";
 import type { Peer, TransportName } from "./transport.js";
-import { parseNameAddr, parseUri } from "./uri.js";
+import { formatUri, parseNameAddr, parseUri } from "./uri.js";
 
 /** What a UAC may follow of its INVITE: provisional responses, and the transaction (to CANCEL it). */
 export interface InviteHooks {
@@ -126,8 +127,10 @@ export class DialogLayer {
       to?: string;
       headers?: Array<[string, string]>;
       body?: Buffer;
-      /** Answer one 401/407 challenge with these (outbound trunks). */
+      /** Answer one 401/407 challenge with these. */
       credentials?: Credentials;
+      /** Answer one 401/407 challenge with this client (outbound trunks: every realm challenged, nonce counts kept). */
+      digest?: DigestClient;
       /** The Call-ID; a random one at our host by default. */
       callId?: string;
     } & InviteHooks,
@@ -150,7 +153,11 @@ export class DialogLayer {
     };
     let response = await this.send(request, destination, undefined, options);
     const retry =
-      options.credentials === undefined ? undefined : authorize(request, response, options.credentials);
+      options.digest !== undefined
+        ? answerWith(options.digest, request, response)
+        : options.credentials === undefined
+          ? undefined
+          : authorize(request, response, options.credentials);
     if (retry !== undefined) response = await this.send(retry, destination, undefined, options);
     return {
       response,
@@ -221,4 +228,24 @@ export class DialogLayer {
     this.dialogs.set(id, dialog);
     return dialog;
   }
+}
+
+/** `request` again (new CSeq, its own Via dropped) with `digest`'s answer to `response`, or undefined. */
+function answerWith(
+  digest: DigestClient,
+  request: SipRequest,
+  response: SipResponse,
+): SipRequest | undefined {
+  const answers = digest.answer(response, { method: request.method, uri: formatUri(request.uri) });
+  if (answers.length === 0) return undefined;
+  const headers = request.headers.clone();
+  const [, ...rest] = headers.getAll("Via");
+  headers.delete("Via");
+  for (const via of rest) headers.add("Via", via);
+  const { seq, method } = cseqOf(request);
+  headers.set("CSeq", `${seq + 1} ${method}`);
+  headers.delete("Authorization");
+  headers.delete("Proxy-Authorization");
+  for (const [name, value] of answers) headers.add(name, value);
+  return { ...request, headers };
 }

@@ -11,7 +11,14 @@
  *
  * Client side: the Authorization / Proxy-Authorization answering a challenge.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import {
+  createHash,
+  createHmac,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+  timingSafeEqual,
+} from "node:crypto";
 import type { Clock } from "../clock.js";
 
 export type DigestAlgorithm = "SHA-256" | "MD5";
@@ -107,14 +114,17 @@ export class DigestServer {
   private readonly counts = new Map<string, { nc: number; expiresMs: number }>();
   private readonly ttlMs: number;
   private readonly algorithms: DigestAlgorithm[];
+  /** The nonce key as a KeyObject: an HMAC keyed by one is about five times cheaper than by a Buffer. */
+  private readonly key: KeyObject;
 
   constructor(private readonly options: DigestServerOptions) {
+    this.key = createSecretKey(options.secret);
     this.ttlMs = (options.nonceTtlSeconds ?? 300) * 1000;
     this.algorithms = options.algorithms ?? ["SHA-256", "MD5"];
   }
 
   private sign(body: string): string {
-    return createHmac("sha256", this.options.secret).update(body).digest("base64url").slice(0, 32);
+    return createHmac("sha256", this.key).update(body).digest("base64url").slice(0, 32);
   }
 
   /** A fresh nonce: issue time (ms, base 36), random bytes, HMAC. */
@@ -194,9 +204,18 @@ export class DigestServer {
     return { ok: true, username, algorithm };
   }
 
+  /**
+   * Forgets the counts of expired nonces. Nonces enter the map at their
+   * first use, soon after they were issued, so the map is (nearly) in order
+   * of expiry: it stops at the first live one instead of walking every
+   * nonce on every request (an entry out of order goes at a later prune).
+   */
   private prune(now: number): void {
     if (this.counts.size < 1024) return;
-    for (const [nonce, entry] of this.counts) if (entry.expiresMs < now) this.counts.delete(nonce);
+    for (const [nonce, entry] of this.counts) {
+      if (entry.expiresMs >= now) break;
+      this.counts.delete(nonce);
+    }
   }
 }
 

@@ -3,7 +3,8 @@
  * the checks every request gets before its user sees it (RFC 3261 §8.2):
  * unparseable requests answered 400 (413, 505) with a reason naming the
  * problem when they can be answered, dropped otherwise; scanners dropped
- * silently; received/rport added to the top Via (RFC 3581) and responses
+ * silently; requests a screen (src/sip/guard.ts) refuses answered without
+ * keeping state, or dropped; received/rport added to the top Via (RFC 3581) and responses
  * routed per Via (§18.2.2); Max-Forwards 0 -> 483; unsupported URI scheme ->
  * 416; unknown methods 501, known ones without a handler 405 with Allow;
  * Require -> 420; CSeq method mismatch -> 400; OPTIONS answered 200; CANCEL
@@ -45,7 +46,7 @@ export const SCANNER_USER_AGENTS =
 
 /** What the endpoint reports about traffic it refused (for logs and metrics). */
 export interface EndpointEvent {
-  type: "parse-error" | "scanner" | "refused" | "internal-error";
+  type: "parse-error" | "scanner" | "refused" | "screened" | "internal-error";
   source: Peer;
   detail: string;
 }
@@ -60,9 +61,21 @@ export interface EndpointOptions {
   userAgent?: string;
   /** Whether a request comes from a scanner (dropped silently); default SCANNER_USER_AGENTS on User-Agent. */
   isScanner?: (request: SipRequest, source: Peer) => boolean;
+  /**
+   * Screens each request that would start a transaction, before any state
+   * is kept for it (a guard against floods, src/sip/guard.ts): `drop` sends
+   * nothing, `reply` answers statelessly (with Retry-After when given).
+   */
+  screen?: (request: SipRequest, source: Peer, inDialog: boolean) => RequestScreening;
   /** Observes refused traffic. */
   onEvent?: (event: EndpointEvent) => void;
 }
+
+/** What `screen` decides for a request. */
+export type RequestScreening =
+  | { action: "pass" }
+  | { action: "drop"; reason: string }
+  | { action: "reply"; status: number; reason: string; retryAfter?: number };
 
 export type RequestHandler = (transaction: ServerTransaction, source: Peer) => void;
 
@@ -218,6 +231,20 @@ export class SipEndpoint {
     this.transport.send(target, serialize(response));
   }
 
+  /** An answer that keeps no transaction (a screened request; its retransmissions are screened again). */
+  private replyStateless(
+    request: SipRequest,
+    source: Peer,
+    status: number,
+    retryAfter: number | undefined,
+  ): void {
+    const response = createResponse(request, status, {
+      toTag: randomToken(),
+      headers: retryAfter === undefined ? [] : [["Retry-After", String(retryAfter)]],
+    });
+    this.transport.send(this.responseTarget(topVia(request), source), serialize(response));
+  }
+
   private isScanner(request: SipRequest, source: Peer): boolean {
     if (this.options.isScanner !== undefined) return this.options.isScanner(request, source);
     return SCANNER_USER_AGENTS.test(request.headers.get("User-Agent") ?? "");
@@ -269,6 +296,15 @@ export class SipEndpoint {
     if (existing !== undefined) {
       existing.receive(request);
       return;
+    }
+    if (this.options.screen !== undefined) {
+      const screening = this.options.screen(request, source, tagOf(toOf(request)) !== undefined);
+      if (screening.action !== "pass") {
+        this.event("screened", source, screening.reason);
+        if (screening.action === "reply")
+          this.replyStateless(request, source, screening.status, screening.retryAfter);
+        return;
+      }
     }
     const tx = this.createServer(request, source, key);
     const refusal = this.check(request);

@@ -83,12 +83,23 @@ const MULTI = new Set([
   "warning",
 ]);
 
+/** Names seen lately and their canonical forms (every message repeats the same few dozen). */
+const canonicalNames = new Map<string, string>();
+const MAX_CANONICAL_NAMES = 512;
+
 /** The full, conventionally capitalised name of a header (compact forms expanded). */
 export function canonicalName(name: string): string {
+  const seen = canonicalNames.get(name);
+  if (seen !== undefined) return seen;
   const lower = name.toLowerCase();
-  const known = COMPACT[lower] ?? SPECIAL[lower];
-  if (known !== undefined) return known;
-  return lower.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+  const canonical =
+    COMPACT[lower] ??
+    SPECIAL[lower] ??
+    lower.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+  // A peer may send any names: the memory is bounded (emptied when full).
+  if (canonicalNames.size >= MAX_CANONICAL_NAMES) canonicalNames.clear();
+  canonicalNames.set(name, canonical);
+  return canonical;
 }
 
 /** An ordered header list; lookups are case-insensitive and compact-form aware. */

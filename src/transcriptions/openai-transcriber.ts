@@ -7,8 +7,9 @@
  * a key is given); the answer's `segments` (start/end in seconds, text)
  * become that channel's utterances, empty texts dropped. A non-2xx answer,
  * a body without segments or text, or no answer within `timeoutMs` rejects
- * (the transcription is then FAILED). Not yet wired to settings: the
- * service still uses the simulator's transcriber.
+ * (the transcription is then FAILED). Configured by the TRANSCRIBER_*
+ * settings (settings.ts) and given the recordings of real calls
+ * (select.ts).
  */
 import { encodeWav } from "../recordings/audio/wav.js";
 import type { TranscribedUtterance, Transcriber, TranscriptionAudio } from "./transcriber.js";
@@ -53,22 +54,37 @@ export class OpenAiTranscriber implements Transcriber {
     form.append("response_format", "verbose_json");
     const headers: Record<string, string> = {};
     if (this.options.apiKey !== undefined) headers.authorization = `Bearer ${this.options.apiKey}`;
-    const res = await fetch(this.options.url, {
-      method: "POST",
-      body: form,
-      headers,
-      signal: AbortSignal.timeout(this.options.timeoutMs ?? 120_000),
-    });
-    const body = await res.text();
-    if (!res.ok) throw new Error(`the speech recognizer answered HTTP ${res.status}`);
-    let json: VerboseJson;
+    const timeoutMs = this.options.timeoutMs ?? 120_000;
+    let res: Response;
+    let body: string;
     try {
-      json = JSON.parse(body) as VerboseJson;
+      res = await fetch(this.options.url, {
+        method: "POST",
+        body: form,
+        headers,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      body = await res.text();
+    } catch (err) {
+      if ((err as Error).name === "TimeoutError") {
+        throw new Error(
+          `the speech recognizer did not answer within ${timeoutMs} ms (TRANSCRIBER_TIMEOUT_MS)`,
+        );
+      }
+      throw new Error("the speech recognizer could not be reached", { cause: err });
+    }
+    if (!res.ok) throw new Error(`the speech recognizer answered HTTP ${res.status}`);
+    let json: VerboseJson | null;
+    try {
+      json = JSON.parse(body) as VerboseJson | null;
     } catch {
       throw new Error("the speech recognizer's answer is not JSON");
     }
-    if (!Array.isArray(json.segments)) throw new Error("the speech recognizer's answer has no segments");
+    if (typeof json !== "object" || json === null || !Array.isArray(json.segments)) {
+      throw new Error("the speech recognizer's answer has no segments");
+    }
     return json.segments.flatMap((s) => {
+      if (typeof s !== "object" || s === null) return [];
       const text = typeof s.text === "string" ? s.text.trim() : "";
       const start = Number(s.start);
       const end = Number(s.end);

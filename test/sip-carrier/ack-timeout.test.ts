@@ -13,7 +13,7 @@ import { callIdOf } from "../../src/sip/message.js";
 import type { CallEnd } from "../../src/telephony/carrier.js";
 import { RealScheduler } from "../../src/telephony/scheduler.js";
 import { SipCarrier } from "../../src/telephony/sip-carrier/carrier.js";
-import { RtpPorts } from "../../src/telephony/sip-carrier/rtp-ports.js";
+
 import { startEndpoint, udpPort } from "../sip/ua.js";
 import { Phone } from "./phone.js";
 
@@ -27,7 +27,7 @@ describe("the SipCarrier without the caller's ACK", () => {
     carrier = new SipCarrier({
       endpoint,
       scheduler: new RealScheduler(systemClock),
-      ports: new RtpPorts("127.0.0.1", 0, 0),
+      media: { address: "127.0.0.1", portMin: 0, portMax: 0, timeoutSeconds: 0 },
       mediaAddress: "127.0.0.1",
       log: createLogger("silent"),
       targetsOf: async () => [],

@@ -119,13 +119,13 @@ export class Phone {
     return lines.join("\r\n");
   }
 
-  private send(lines: string[], body = ""): string {
+  private send(lines: string[], body = "", contentType = "application/sdp"): string {
     const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
     const text = [
       ...lines.slice(0, 1),
       `Via: SIP/2.0/UDP 127.0.0.1:${this.sip.port};branch=${branch};rport`,
       ...lines.slice(1),
-      ...(body === "" ? [] : ["Content-Type: application/sdp"]),
+      ...(body === "" ? [] : [`Content-Type: ${contentType}`]),
       `Content-Length: ${Buffer.byteLength(body)}`,
       "",
       body,
@@ -159,7 +159,7 @@ export class Phone {
   inDialog(
     method: string,
     uri: string,
-    options: { cseq?: number; body?: string } = {},
+    options: { cseq?: number; body?: string; contentType?: string } = {},
   ): { branch: string; cseq: number } {
     const cseq = options.cseq ?? ++this.cseq;
     const branch = this.send(
@@ -173,6 +173,7 @@ export class Phone {
         `Contact: <sip:alice@127.0.0.1:${this.sip.port}>`,
       ],
       options.body ?? "",
+      options.contentType,
     );
     return { branch, cseq };
   }
@@ -261,4 +262,22 @@ export class Phone {
     this.sip.close();
     this.media.close();
   }
+}
+
+/**
+ * Where `encoded` (G.711 bytes of what was said) starts in the packets'
+ * payloads: the session sends silence (`silenceByte`: 0xff μ-law, 0xd5
+ * A-law) whenever nothing is queued, so what was said is one run, starting
+ * on a packet boundary, with nothing but silence before it and after it
+ * (the last packet's tail padded with silence). Throws when not so.
+ */
+export function spokenRun(packets: RtpSeen[], encoded: Buffer, silenceByte: number): number {
+  const all = Buffer.concat(packets.map((p) => p.payload));
+  const at = all.indexOf(encoded);
+  if (at < 0) throw new Error("what was said is not in the packets, in one piece");
+  if (at % 160 !== 0) throw new Error(`what was said starts at byte ${at}, not on a packet boundary`);
+  const outside = [...all.subarray(0, at), ...all.subarray(at + encoded.length)];
+  if (outside.some((b) => b !== silenceByte))
+    throw new Error("something other than silence was sent around it");
+  return at / 160;
 }

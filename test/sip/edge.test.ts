@@ -63,6 +63,9 @@ describe.each(testDatabases())("the SIP edge on $name", (backend) => {
     await app?.close();
   });
 
+  /** The name of the last domain's alice. */
+  let aliceName = "";
+
   /** A domain (allow_register as given) with user alice / password "s3cret-pass". */
   async function domain(allowRegister: boolean): Promise<string> {
     const domains = createTestClient(SipDomains, database.db, systemClock);
@@ -72,11 +75,12 @@ describe.each(testDatabases())("the SIP edge on $name", (backend) => {
       sipDomainId: newSipDomainId("edge"),
       sipDomain: { allowRegister },
     });
-    await users.createSipUser({
+    const alice = await users.createSipUser({
       parent: d.name,
       sipUserId: "alice",
       sipUser: { username: "alice", password: "s3cret-pass" },
     });
+    aliceName = alice.name;
     return d.sipDomainId;
   }
 
@@ -189,6 +193,44 @@ describe.each(testDatabases())("the SIP edge on $name", (backend) => {
       .from(sipRegistrations)
       .where(eq(sipRegistrations.sipDomainId, id));
     expect(rows).toHaveLength(1);
+  });
+
+  it("takes a changed password, a disabled user and a deleted one at once (the edge's remembered credentials are forgotten)", async () => {
+    const id = await domain(true);
+    const host = `${id}.${BASE}`;
+    const users = createTestClient(SipUsers, database.db, systemClock);
+    const name = aliceName;
+    const callId = `reg-change-${randomBytes(4).toString("hex")}`;
+    /** A REGISTER answering its challenge with `password`: the final status. */
+    const attempt = async (password: string) => {
+      const challenge = (await register(host, "alice", { callId })).headers("WWW-Authenticate")[0]!;
+      return (
+        await register(host, "alice", {
+          callId,
+          authorization: answer(challenge, "alice", password, `sip:${host}`),
+        })
+      ).status;
+    };
+    expect(await attempt("s3cret-pass")).toBe(200);
+    expect(await attempt("s3cret-pass")).toBe(200);
+    await users.updateSipUser({
+      sipUser: { name: name, password: "n3w-passw0rd" },
+      updateMask: { paths: ["password"] },
+    });
+    expect(await attempt("s3cret-pass")).toBe(401);
+    expect(await attempt("n3w-passw0rd")).toBe(200);
+    await users.updateSipUser({
+      sipUser: { name: name, disabled: true },
+      updateMask: { paths: ["disabled"] },
+    });
+    expect(await attempt("n3w-passw0rd")).toBe(401);
+    await users.updateSipUser({
+      sipUser: { name: name, disabled: false },
+      updateMask: { paths: ["disabled"] },
+    });
+    expect(await attempt("n3w-passw0rd")).toBe(200);
+    await users.deleteSipUser({ name: name });
+    expect(await attempt("n3w-passw0rd")).toBe(401);
   });
 
   it("answers 404 for an unknown domain and 403 where the domain does not allow REGISTER", async () => {

@@ -84,9 +84,10 @@ export class UdpUa {
     socket.on("message", (data) => this.inbox.push(data.toString("utf8")));
   }
 
-  static async open(): Promise<UdpUa> {
+  /** `address`: a loopback address of its own (127.0.0.2, ...) to be another source for the edge. */
+  static async open(address = "127.0.0.1"): Promise<UdpUa> {
     const socket = dgram.createSocket("udp4");
-    await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", () => resolve()));
+    await new Promise<void>((resolve) => socket.bind(0, address, () => resolve()));
     return new UdpUa(socket);
   }
 
@@ -127,8 +128,12 @@ export class TcpUa {
     socket.on("error", () => {});
   }
 
-  static async connect(port: number): Promise<TcpUa> {
-    const socket = net.connect(port, "127.0.0.1");
+  static async connect(port: number, localAddress?: string): Promise<TcpUa> {
+    const socket = net.connect({
+      port,
+      host: "127.0.0.1",
+      ...(localAddress === undefined ? {} : { localAddress }),
+    });
     await new Promise<void>((resolve, reject) => {
       socket.once("connect", resolve);
       socket.once("error", reject);

@@ -102,4 +102,30 @@ describe("OpenAiTranscriber", () => {
     expect(received[0]!.auth).toBeUndefined();
     expect(received[0]!.fields).toEqual({ model: "whisper-1", response_format: "verbose_json" });
   });
+
+  it("rejects with a clear message when the recognizer cannot be reached or answers garbage", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const gone = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/v1/audio/transcriptions`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const audio = { channels: [new Int16Array(80)], sampleRate: 8000, speech: undefined };
+    await expect(new OpenAiTranscriber({ url: gone }).transcribe(audio)).rejects.toThrow(
+      /could not be reached/,
+    );
+    const t = new OpenAiTranscriber({ url });
+    for (const [body, reason] of [
+      ["{not json", /not JSON/],
+      ["null", /no segments/],
+      ["[1,2]", /no segments/],
+    ] as const) {
+      answer = () => [200, body];
+      await expect(t.transcribe(audio)).rejects.toThrow(reason);
+    }
+    // Entries that are not segments are skipped, not a crash.
+    answer = () => [
+      200,
+      '{"segments":[null,7,{"start":"x","end":1,"text":"bad start"},{"start":0,"end":0.5,"text":"ok"}]}',
+    ];
+    expect(await t.transcribe(audio)).toEqual([{ channel: 0, offsetMs: 0, durationMs: 500, text: "ok" }]);
+  });
 });

@@ -174,6 +174,72 @@ describe.each(testDatabases())("Registrar on $name", (backend) => {
     });
   });
 
+  it("refreshes one binding of several: every live binding is answered, the others unchanged, its create time kept", async () => {
+    const { sipDomainId } = await aliceDomain();
+    await registrar.register(
+      request(sipDomainId, { callId: "desk", contacts: [{ uri: "sip:desk@192.0.2.1" }] }),
+    );
+    await registrar.register(
+      request(sipDomainId, { callId: "mobile", contacts: [{ uri: "sip:mobile@192.0.2.2" }] }),
+    );
+    const [created] = await database.db
+      .select()
+      .from(sipRegistrations)
+      .where(eq(sipRegistrations.contactUri, "sip:mobile@192.0.2.2"));
+    clock.advance(30_000);
+    const refreshed = await registrar.register(
+      request(sipDomainId, {
+        callId: "mobile",
+        cseq: 2,
+        expires: 120,
+        contacts: [{ uri: "sip:mobile@192.0.2.2", instanceId: "<urn:uuid:m>" }],
+        userAgent: "Mobile 2.0",
+      }),
+    );
+    expect(
+      refreshed.status === 200 && refreshed.bindings.map((b) => [b.contactUri, b.cseq, b.expiresIn]),
+    ).toEqual([
+      ["sip:desk@192.0.2.1", 1, 1770],
+      ["sip:mobile@192.0.2.2", 2, 120],
+    ]);
+    const [after] = await database.db
+      .select()
+      .from(sipRegistrations)
+      .where(eq(sipRegistrations.contactUri, "sip:mobile@192.0.2.2"));
+    expect(after).toMatchObject({
+      cseq: 2,
+      instanceId: "<urn:uuid:m>",
+      userAgent: "Mobile 2.0",
+      createTime: created!.createTime,
+      updateTime: clock.now(),
+      expiresAt: new Date(clock.now().getTime() + 120_000),
+    });
+  });
+
+  it("does not refresh a disabled user's binding (403) and renews an expired one as new", async () => {
+    const { sipDomainId, user } = await aliceDomain();
+    await registrar.register(request(sipDomainId, { cseq: 1, expires: 60 }));
+    clock.advance(61_000);
+    expect(await registrar.register(request(sipDomainId, { cseq: 2, expires: 60 }))).toMatchObject({
+      status: 200,
+    });
+    const [renewed] = await database.db
+      .select()
+      .from(sipRegistrations)
+      .where(eq(sipRegistrations.sipDomainId, sipDomainId));
+    expect(renewed!.createTime).toEqual(clock.now());
+    await users.updateSipUser({ sipUser: { name: user, disabled: true } });
+    expect(await registrar.register(request(sipDomainId, { cseq: 3, expires: 60 }))).toMatchObject({
+      status: 403,
+      reason: "USER_DISABLED",
+    });
+    const [kept] = await database.db
+      .select()
+      .from(sipRegistrations)
+      .where(eq(sipRegistrations.sipDomainId, sipDomainId));
+    expect(kept!.cseq).toBe(2);
+  });
+
   it("lets another Call-ID change a binding whatever its CSeq (a rebooted phone)", async () => {
     const { sipDomainId } = await aliceDomain();
     await registrar.register(request(sipDomainId, { cseq: 100 }));

@@ -1,6 +1,7 @@
 /**
  * The SipCarrier: the Carrier (../carrier.ts) of real calls over the SIP
- * edge's endpoint (src/sip/), one RTP session per call (./rtp-session.ts).
+ * edge's endpoint (src/sip/), one RTP session per call (./call-media.ts
+ * over src/rtp/session.ts, all paced by the process's one Pacer).
  *
  * Incoming: the edge's INVITE handler (./inbound.ts) has authorized the
  * INVITE and negotiated its SDP; it `hold`s the INVITE under its Call-ID
@@ -12,6 +13,13 @@
  * CANCEL (the endpoint answers 200 and 487) or a BYE from the caller ends
  * the leg `remote-hangup`. Re-INVITEs are answered with the same media
  * (our port and codec; the peer's new address, hold or resume followed).
+ * In-dialog INFO: `application/dtmf-relay` and `application/dtmf` bodies are
+ * keys of the call (200; 400 naming what is wrong with a body that holds no
+ * key); an INFO without a body is answered 200 (a keep-alive); any other
+ * body 415 with the Accept header naming the two (RFC 6086 §4.2.2 leaves
+ * legacy INFO usage to the parties; 415 tells the peer to use another way,
+ * e.g. RFC 4733, instead of its keys silently vanishing). OPTIONS and
+ * UPDATE: 200.
  *
  * Outgoing (`placeCall` to a `sip:` URI, ./outbound.ts resolves where to):
  * INVITE with an offer (PCMU, PCMA, telephone-event; Call-ID `<call id>@<host
@@ -20,16 +28,23 @@
  * final answer within timeoutSeconds → CANCEL and no-answer; other 3xx-6xx
  * (and 408 from the transaction) failed with error code `SIP_<status>`; an
  * answer without a usable SDP: BYE, failed SIP_488. 401/407 are answered
- * once with `credentialsFor(request)` (none by default: the trunk work
- * plugs into it).
+ * once: with the target's trunk DigestClient (./trunk-targets.ts), else with
+ * `credentialsFor(request)` (none by default).
+ *
+ * Targets are tried one after the other while `failsOver` says so: a
+ * registered contact on 408/480/503; a carrier trunk on 408, 5xx, a second
+ * 401/407, or silence (not even 100) for TRUNK_NO_RESPONSE_SECONDS — its
+ * INVITE is then abandoned, and a late 2xx to it is hung up with BYE. Other
+ * answers (486, 603, 404…) are the far end's and end the call.
  */
 import type { Logger } from "../../log.js";
 import type { SpeechEngine } from "../../media/speech/engine.js";
 import type { Credentials } from "../../sip/authorize.js";
+import type { DigestClient } from "../../sip/client-digest.js";
 import type { Dialog } from "../../sip/dialog.js";
 import { DialogLayer } from "../../sip/dialog-layer.js";
 import type { SipEndpoint } from "../../sip/endpoint.js";
-import type { SipResponse } from "../../sip/message.js";
+import { SipHeaders, type SipResponse } from "../../sip/message.js";
 import {
   createAnswer,
   createOffer,
@@ -48,15 +63,14 @@ import type {
   IncomingCallRequest,
 } from "../carrier.js";
 import type { Scheduler } from "../scheduler.js";
+import { CallMedia, type CallMediaOptions } from "./call-media.js";
 import { type LegSignalling, SipLeg } from "./leg.js";
-import type { RtpPorts } from "./rtp-ports.js";
-import { RtpSession } from "./rtp-session.js";
 
 /** An authorized INVITE waiting for the engine's receiveCall. */
 interface HeldInvite {
   tx: ServerTransaction;
   source: Peer;
-  session: RtpSession;
+  session: CallMedia;
   answerSdp: string;
   leg: SipLeg | undefined;
   cancelled: boolean;
@@ -66,13 +80,34 @@ interface HeldInvite {
 export interface OutboundTarget {
   uri: string;
   destination: Peer;
+  /** The To header's URI (default: the call's `to`). */
+  to?: string;
+  /** A carrier trunk (./trunk-targets.ts): its id, and the digest client answering its challenges. */
+  trunk?: { id: string; digest: DigestClient | undefined };
+}
+
+/**
+ * How long a trunk may stay silent (not even 100 Trying) before the call
+ * gives up on it and tries the next trunk: the trunk is taken as down.
+ */
+export const TRUNK_NO_RESPONSE_SECONDS = 5;
+
+/** Whether a final answer from a target lets the call try the next one. */
+export function failsOver(target: OutboundTarget, status: number): boolean {
+  // A trunk: it did not answer (408), failed (5xx) or refused our credentials
+  // (401/407 again); 4xx/6xx are the far end's answer (486 busy, 404, 603).
+  if (target.trunk !== undefined)
+    return status === 408 || status === 401 || status === 407 || (status >= 500 && status < 600);
+  // A registered contact that does not answer, is unavailable or overloaded.
+  return status === 408 || status === 480 || status === 503;
 }
 
 export interface SipCarrierOptions {
   endpoint: SipEndpoint;
   /** Real time: RTP pacing and SIP timers (never a scaled simulator's). */
   scheduler: Scheduler;
-  ports: RtpPorts;
+  /** Where RTP sockets are bound (RTP_PORT_MIN, RTP_PORT_MAX) and RTP_TIMEOUT_SECONDS. */
+  media: CallMediaOptions;
   /** The address written in SDP (SIP_ADVERTISED_HOST, else the bound address). */
   mediaAddress: string;
   log: Logger;
@@ -91,7 +126,7 @@ export const SIP_ERROR_PREFIX = "SIP_";
 export class SipCarrier implements Carrier {
   readonly layer: DialogLayer;
   private readonly held = new Map<string, HeldInvite>();
-  private readonly byDialog = new Map<string, { leg: SipLeg; session: RtpSession; version: number }>();
+  private readonly byDialog = new Map<string, { leg: SipLeg; session: CallMedia; version: number }>();
   private sessionIds = Math.floor(Math.random() * 1_000_000);
 
   constructor(private readonly options: SipCarrierOptions) {
@@ -112,14 +147,14 @@ export class SipCarrier implements Carrier {
     });
   }
 
-  /** A new RTP session (its socket bound in the RTP port range). */
-  async openSession(): Promise<RtpSession> {
-    return new RtpSession(await this.options.ports.open(), this.options.scheduler, this.options.mediaAddress);
+  /** A new RTP session (its sockets bound in the RTP port range; RtpBindError when it is full). */
+  async openSession(): Promise<CallMedia> {
+    return CallMedia.open(this.options.media, this.options.log);
   }
 
   /** Our SDP for a session: an answer to `offer`, or an offer. */
   private sdp(
-    session: RtpSession,
+    session: CallMedia,
     offer: string | undefined,
     version: number,
   ): { sdp: string; negotiated?: Negotiated } {
@@ -137,7 +172,7 @@ export class SipCarrier implements Carrier {
    * (SdpError: no common codec) and keeps it under its Call-ID. The INVITE
    * being cancelled meanwhile is remembered.
    */
-  hold(callId: string, tx: ServerTransaction, source: Peer, offer: string, session: RtpSession): void {
+  hold(callId: string, tx: ServerTransaction, source: Peer, offer: string, session: CallMedia): void {
     const { sdp, negotiated } = this.sdp(session, offer, 1);
     session.configure(negotiated!);
     const held: HeldInvite = { tx, source, session, answerSdp: sdp, leg: undefined, cancelled: false };
@@ -219,11 +254,15 @@ export class SipCarrier implements Carrier {
     }
   }
 
-  /** An in-dialog request other than BYE/ACK: re-INVITE answered with the same media, OPTIONS/INFO 200. */
+  /** An in-dialog request other than BYE/ACK: re-INVITE answered with the same media, INFO's keys, OPTIONS/UPDATE 200. */
   private inDialog(dialog: Dialog, tx: ServerTransaction): void {
     const method = tx.request.method;
+    if (method === "INFO") {
+      this.info(dialog, tx);
+      return;
+    }
     if (method !== "INVITE") {
-      if (method === "OPTIONS" || method === "INFO" || method === "UPDATE") tx.respond(tx.reply(200));
+      if (method === "OPTIONS" || method === "UPDATE") tx.respond(tx.reply(200));
       else
         tx.respond(tx.reply(405, undefined, [["Allow", "INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, UPDATE"]]));
       return;
@@ -243,6 +282,33 @@ export class SipCarrier implements Carrier {
       if (!(err instanceof SdpError)) throw err;
       tx.respond(tx.reply(488, `Not Acceptable Here: ${err.message}`));
     }
+  }
+
+  /** In-dialog INFO: DTMF relay bodies become the call's keys (see the header comment). */
+  private info(dialog: Dialog, tx: ServerTransaction): void {
+    const body = tx.request.body;
+    if (body.length === 0) {
+      tx.respond(tx.reply(200));
+      return;
+    }
+    const type = (tx.request.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== "application/dtmf-relay" && type !== "application/dtmf") {
+      tx.respond(tx.reply(415, undefined, [["Accept", "application/dtmf-relay, application/dtmf"]]));
+      return;
+    }
+    const entry = this.byDialog.get(dialog.id);
+    if (entry === undefined) {
+      tx.respond(tx.reply(481));
+      return;
+    }
+    const result = entry.session.dtmfInfo(type, body.toString("utf8"));
+    if ("error" in result) {
+      // The reason phrase names what is wrong; a control character cannot reach it (the parser's messages quote with JSON).
+      const reason = `Bad Request: ${type} ${result.error}`.replace(/[\r\n]/g, " ");
+      tx.respond(tx.reply(400, reason.length > 120 ? `${reason.slice(0, 117)}...` : reason));
+      return;
+    }
+    tx.respond(tx.reply(200));
   }
 
   async placeCall(request: CarrierCallRequest, events: CarrierEvents): Promise<CarrierLeg> {
@@ -284,26 +350,56 @@ export class SipCarrier implements Carrier {
       leg.end({ cause: "failed", errorCode: `${SIP_ERROR_PREFIX}${status}`, errorMessage: message });
     const attempt = async (target: OutboundTarget) => {
       destination = target.destination;
+      transaction = undefined;
       const offer = this.sdp(session, undefined, 1).sdp;
-      const credentials = this.options.credentialsFor?.(request);
+      const credentials = target.trunk === undefined ? this.options.credentialsFor?.(request) : undefined;
+      const digest = target.trunk?.digest;
       const from = request.from.startsWith("sip:")
         ? `<${request.from}>`
         : `<sip:${request.from === "" ? "anonymous" : request.from}@${this.options.endpoint.sentBy(destination.transport).host}>`;
-      return this.layer.invite(target.uri, destination, {
+      let heard = false;
+      let abandoned = false;
+      const sent = this.layer.invite(target.uri, destination, {
         from,
-        to: `<${request.to}>`,
+        to: `<${target.to ?? request.to}>`,
         // What the Call shows as sip_call_id (src/voice/calls/proto.ts): the call's id at the host of `to`.
         callId: sipCallIdOf(request),
         body: Buffer.from(offer),
         ...(credentials === undefined ? {} : { credentials }),
+        ...(digest === undefined ? {} : { digest }),
         progress: (r) => {
+          heard = true;
+          if (abandoned) return;
           if ((r.status === 180 || r.status === 183) && leg.state === "setup") leg.rang();
         },
         started: (tx) => {
+          if (abandoned) return;
           transaction = tx;
           // Hung up while the INVITE was being prepared: cancel it at once.
           if (leg.state === "ended") cancel();
         },
+      });
+      if (target.trunk === undefined) return sent;
+      // A trunk that says nothing at all within TRUNK_NO_RESPONSE_SECONDS is taken as down.
+      return new Promise<Awaited<typeof sent>>((resolve) => {
+        let settled = false;
+        const silence = this.options.scheduler.after(TRUNK_NO_RESPONSE_SECONDS, () => {
+          if (heard || settled) return;
+          settled = true;
+          abandoned = true;
+          transaction = undefined;
+          resolve({ response: { ...noResponse(target) }, dialog: undefined });
+        });
+        void sent.then((result) => {
+          silence.cancel();
+          if (!settled) {
+            settled = true;
+            resolve(result);
+          } else if (result.dialog !== undefined) {
+            // The trunk answered after we gave up on it: that call is not wanted.
+            result.dialog.bye().catch(() => {});
+          }
+        });
       });
     };
     const run = async () => {
@@ -311,16 +407,21 @@ export class SipCarrier implements Carrier {
       const targets = await this.options.targetsOf(request.to);
       if (targets.length === 0) {
         timer.cancel();
-        fail(404, `${request.to} cannot be reached: no registered contact or address`);
+        fail(404, `${request.to} cannot be reached: no registered contact, address or enabled trunk`);
         return;
       }
       let result: Awaited<ReturnType<typeof attempt>> | undefined;
-      // Serially: a contact that does not answer at all (408), is unavailable (480) or
-      // overloaded (503) gives way to the next one.
+      // Serially: a target that fails (failsOver) gives way to the next one.
       for (const target of targets) {
         if (leg.state === "ended") break;
         result = await attempt(target);
-        if (![408, 480, 503].includes(result.response.status)) break;
+        if (!failsOver(target, result.response.status)) break;
+        if (target.trunk !== undefined) {
+          this.options.log.warn(
+            { call: request.callId, trunk: target.trunk.id, status: result.response.status },
+            "carrier trunk failed: trying the next one",
+          );
+        }
       }
       timer.cancel();
       if (result === undefined) return;
@@ -353,6 +454,17 @@ export class SipCarrier implements Carrier {
     });
     return leg;
   }
+}
+
+/** What a trunk that never answered is taken to have said. */
+function noResponse(target: OutboundTarget): SipResponse {
+  return {
+    kind: "response",
+    status: 408,
+    reason: `Request Timeout (trunk ${target.trunk?.id ?? ""} did not respond)`,
+    headers: new SipHeaders(),
+    body: Buffer.alloc(0),
+  };
 }
 
 /** The Call-ID of an outgoing call: the engine's call id at the host of `to` (as proto.ts derives it). */

@@ -12,8 +12,20 @@
  *    again. Unnamed calls are not challenged (their domain is not known
  *    before resolution).
  * 3. A PSTN_TRUNK domain (named, or the domain-optional one the source
- *    address matches): 501 (bridging a SIP caller to the PSTN is the trunk
- *    work, not built yet).
+ *    address matches): with no carrier trunk enabled, 503 (`Service
+ *    Unavailable (No Carrier Trunk)`, no Retry-After: the operator must
+ *    enable one); otherwise the call goes on (step 5) and the engine dials
+ *    the number through the trunks and bridges the two legs (plan
+ *    `bridge`, src/voice/calls/incoming.ts).
+ * 3b. From a carrier trunk (./trunk-inbound.ts): an INVITE not to a named
+ *    domain whose source address is in an enabled trunk's inbound networks
+ *    is a call from the PSTN to a number: no digest (the network is the
+ *    authentication); the number is the Request-URI's user part (`+61…`, or
+ *    digits without `+` taken as E.164 digits); it rings the number's
+ *    incomingCallHandlerUris. Not held by a project: 404
+ *    (NUMBER_NOT_IN_SERVICE). A source in no trunk's networks goes on as
+ *    any unnamed call (rule 4 of the domains, refused when no domain-
+ *    optional domain takes it): no open relay.
  * 4. The SDP offer (src/sip/sdp.ts): none, unusable or no codec in common
  *    (PCMU, PCMA) → 488. An RTP socket is opened (none free → 503).
  * 5. The INVITE is held by the SipCarrier under its Call-ID and the call
@@ -30,7 +42,8 @@
  *    | SOURCE_IP_NOT_ALLOWED, INVALID_SOURCE_IP,             | 403 |
  *    | DOMAIN_UNUSABLE, DOMAIN_NAME_REQUIRED,                |     |
  *    | AUTHENTICATION_REQUIRED, TERMINATION_DISABLED         |     |
- *    | AMBIGUOUS_DOMAIN                                      | 480 |
+ *    | NUMBER_NOT_IN_SERVICE, NUMBER_NOT_VOICE_CAPABLE       | 404 |
+ *    | AMBIGUOUS_DOMAIN, NO_HANDLER                          | 480 |
  *    | CHANNEL_LIMIT_REACHED                                 | 486 |
  *    | the database unavailable, the engine not taking calls | 503 (Retry-After: 5) |
  *    | anything else                                         | 500 |
@@ -42,7 +55,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import type { Logger } from "../../log.js";
+import { RtpBindError } from "../../rtp/session.js";
 import type { RequestHandler } from "../../sip/endpoint.js";
+import type { SipGuard } from "../../sip/guard.js";
 import { callIdOf, fromOf } from "../../sip/message.js";
 import { negotiate, parseAudio, SdpError } from "../../sip/sdp.js";
 import type { ServerTransaction } from "../../sip/transaction.js";
@@ -51,11 +66,11 @@ import { formatUri } from "../../sip/uri.js";
 import type { IncomingCall } from "../../voice/calls/incoming.js";
 import type { SipCallRequest, SipCallResolution } from "../../voice/sip-domains/call-resolution.js";
 import type { SipDomainsRepository } from "../../voice/sip-domains/repository.js";
+import type { TrunkRouting } from "../../voice/sip-trunks/routing.js";
 import type { SipUsersDomain } from "../../voice/sip-users/domain.js";
 import type { DigestRealms } from "../sip-edge/digest-realms.js";
-import { domainIdOf } from "../sip-edge/register.js";
+import { domainIdOf, guessing } from "../sip-edge/register.js";
 import type { SipCarrier } from "./carrier.js";
-import { NoRtpPortError } from "./rtp-ports.js";
 
 export interface InviteDeps {
   carrier: SipCarrier;
@@ -64,10 +79,16 @@ export interface InviteDeps {
   /** Resolves an unnamed call's domain (SipDomainsDomain.resolveSipCall), to refuse PSTN_TRUNK ones early. */
   resolve?: (call: SipCallRequest) => Promise<SipCallResolution>;
   users: Pick<SipUsersDomain, "credentials" | "hasUsers">;
+  /** Told of failed and good digest answers, per source address (src/sip/guard.ts). */
+  guard?: Pick<SipGuard, "authFailed" | "authSucceeded">;
   digests: DigestRealms;
   baseDomain: string;
   log: Logger;
   refused?: (reason: string) => void;
+  /** The enabled carrier trunks (src/voice/sip-trunks/routing.ts); absent: none. */
+  trunks?: Pick<TrunkRouting, "any" | "trunkOfSource">;
+  /** Whether a refusal of `why` from `address` is worth a log line (src/sip/guard-log.ts); absent: always. */
+  logFirst?: (address: string, why: string) => boolean;
 }
 
 const STATUS_OF_CODE: Record<string, [number, string]> = {
@@ -81,6 +102,9 @@ const STATUS_OF_CODE: Record<string, [number, string]> = {
   AUTHENTICATION_REQUIRED: [403, "Forbidden"],
   TERMINATION_DISABLED: [403, "Forbidden"],
   AMBIGUOUS_DOMAIN: [480, "Temporarily Unavailable"],
+  NUMBER_NOT_IN_SERVICE: [404, "Not Found"],
+  NUMBER_NOT_VOICE_CAPABLE: [404, "Not Found"],
+  NO_HANDLER: [480, "Temporarily Unavailable"],
   CHANNEL_LIMIT_REACHED: [486, "Busy Here"],
 };
 
@@ -108,10 +132,12 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
     headers: Array<[string, string]> = [],
   ) => {
     deps.refused?.(`invite-${why}`);
-    deps.log.info(
-      { source: `${source.transport} ${source.address}:${source.port}`, status, why },
-      "SIP INVITE refused",
-    );
+    if (deps.logFirst?.(source.address, `invite-${why}`) !== false) {
+      deps.log.info(
+        { source: `${source.transport} ${source.address}:${source.port}`, status, why },
+        "SIP INVITE refused",
+      );
+    }
     tx.respond(tx.reply(status, reason.replace(/[\r\n]/g, " "), headers));
   };
 
@@ -130,13 +156,23 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
     const host = request.uri.host;
     const sipDomainId = domainIdOf(host, deps.baseDomain);
     let username = "";
+    let pstnTrunk = false;
+    let trunkCall: { number: string; caller: string } | undefined;
+    if (sipDomainId === undefined && deps.trunks !== undefined) {
+      const trunk = await deps.trunks.trunkOfSource(source.address);
+      if (trunk !== undefined) {
+        const number = trunkNumberOf(dialled);
+        if (number === undefined) {
+          refuse(tx, source, 404, "Not Found (Not A Number)", "trunk-not-a-number");
+          return;
+        }
+        trunkCall = { number, caller: trunkNumberOf(fromOf(request).uri.user ?? "") ?? "" };
+      }
+    }
     if (sipDomainId !== undefined) {
       const row = await deps.domains.findById(sipDomainId);
       if (row !== undefined && row.deleteTime === null) {
-        if (row.callTerminationMode === "PSTN_TRUNK") {
-          refuse(tx, source, 501, "PSTN Trunk Calls Over SIP Are Not Implemented Yet", "pstn-trunk");
-          return;
-        }
+        pstnTrunk = row.callTerminationMode === "PSTN_TRUNK";
         if (await deps.users.hasUsers({ projectId: row.projectId, id: row.id })) {
           const realm = `${sipDomainId}.${deps.baseDomain}`;
           const digest = deps.digests.for(realm);
@@ -151,6 +187,7 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
           );
           if (!result.ok) {
             if (result.reason !== "missing") deps.refused?.(`invite-digest-${result.reason}`);
+            if (guessing(result.reason)) deps.guard?.authFailed(source.address);
             tx.respond(
               tx.reply(
                 401,
@@ -160,20 +197,22 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
             );
             return;
           }
+          deps.guard?.authSucceeded(source.address);
           username = result.username;
         }
       }
     }
-    if (sipDomainId === undefined && deps.resolve !== undefined) {
+    if (sipDomainId === undefined && trunkCall === undefined && deps.resolve !== undefined) {
       const resolution = await deps.resolve({
         domainName: "",
         sourceIp: source.address,
         authenticatedUser: false,
       });
-      if (resolution.allow && resolution.domain.callTerminationMode === "PSTN_TRUNK") {
-        refuse(tx, source, 501, "PSTN Trunk Calls Over SIP Are Not Implemented Yet", "pstn-trunk");
-        return;
-      }
+      pstnTrunk = resolution.allow && resolution.domain.callTerminationMode === "PSTN_TRUNK";
+    }
+    if (pstnTrunk && !(await deps.trunks?.any())) {
+      refuse(tx, source, 503, "Service Unavailable (No Carrier Trunk)", "pstn-trunk-no-trunk");
+      return;
     }
     const offer = request.body.toString("utf8");
     try {
@@ -188,7 +227,7 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
     try {
       session = await deps.carrier.openSession();
     } catch (err) {
-      if (!(err instanceof NoRtpPortError)) throw err;
+      if (!(err instanceof RtpBindError)) throw err;
       deps.log.warn({ err }, "no RTP port for an incoming SIP call");
       refuse(tx, source, 503, "Service Unavailable (No RTP Port)", "no-rtp-port", [["Retry-After", "5"]]);
       return;
@@ -198,15 +237,28 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
     const privacy = (request.headers.get("Privacy") ?? "").toLowerCase();
     const isPrivate = privacy.includes("id") || from.uri.user?.toLowerCase() === "anonymous";
     try {
-      await deps.incoming.receive({
-        to: dialled,
-        from: isPrivate ? "" : formatUri({ ...from.uri, params: new Map(), headers: undefined }),
-        isPrivate,
-        sipDomain: sipDomainId === undefined ? "" : host,
-        sourceIp: source.address,
-        user: username,
-        sipCallId: callId,
-      });
+      await deps.incoming.receive(
+        trunkCall !== undefined
+          ? {
+              to: trunkCall.number,
+              from: isPrivate ? "" : trunkCall.caller,
+              // A caller ID that is not a number is withheld (IncomingCalls takes numbers only).
+              isPrivate: isPrivate || trunkCall.caller === "",
+              sipDomain: "",
+              sourceIp: "",
+              user: "",
+              sipCallId: callId,
+            }
+          : {
+              to: dialled,
+              from: isPrivate ? "" : formatUri({ ...from.uri, params: new Map(), headers: undefined }),
+              isPrivate,
+              sipDomain: sipDomainId === undefined ? "" : host,
+              sourceIp: source.address,
+              user: username,
+              sipCallId: callId,
+            },
+      );
     } catch (err) {
       deps.carrier.release(callId);
       const refusal = sipRefusal(err);
@@ -236,4 +288,22 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
       tx.respond(tx.reply(500, "Server Internal Error"));
     });
   };
+}
+
+/**
+ * The E.164 number a trunk's INVITE names: `+` and 2-15 digits, or the
+ * same digits without `+` (trunks that send international digits bare);
+ * visual separators (`-`, `.`, spaces, parentheses) dropped. Undefined
+ * otherwise (national formats, `00` prefixes: a trunk must send E.164).
+ */
+export function trunkNumberOf(user: string): string | undefined {
+  let text: string;
+  try {
+    text = decodeURIComponent(user);
+  } catch {
+    return undefined;
+  }
+  text = text.split(";")[0]!.replace(/[-.()\s]/g, "");
+  const m = /^\+?([1-9][0-9]{1,14})$/.exec(text);
+  return m === null ? undefined : `+${m[1]}`;
 }

@@ -1,6 +1,7 @@
 /**
  * One call leg over SIP (a CarrierLeg, ../carrier.ts): its state as the
- * engine sees it, and its media on the call's RtpSession (./rtp-session.ts).
+ * engine sees it, and its media on the call's CallMedia (./call-media.ts:
+ * the RTP session of src/rtp/session.ts on the process's one pacer).
  * The SIP side (200/486/603/480 to an INVITE, CANCEL, BYE) is the carrier's,
  * reached through `LegSignalling`; the carrier tells the leg what the
  * network did (ringing, answered, ended).
@@ -15,18 +16,28 @@
  *   packet left (completed) or the leg ended (not completed); an engine that
  *   cannot speak rejects (SpeechError), which ends the call
  *   SPEECH_UNAVAILABLE as on the simulator;
- * - `capture` (call recording): channel [0] = what the peer sent plus what
- *   we sent, by RTP timestamp; never a second channel (bridging is not
- *   built); no `speech` (nothing transcribes real audio here);
+ * - `capture` (call recording): channel [0] = what the peer sent (as the
+ *   jitter buffer played it out, lost frames concealed) plus what we sent
+ *   outside bridges; [1], when the leg was bridged during the capture, the
+ *   other party; no `speech` (nothing transcribes real audio here);
  * - `recordCaller`: the peer's audio until maxSeconds, the stop key (RFC
- *   4733), the leg's end, or silenceTimeoutSeconds without a sample louder
+ *   4733, SIP INFO or in-band), the leg's end, or silenceTimeoutSeconds without a sample louder
  *   than SILENCE_LEVEL;
- * - `collectDigits`: RFC 4733 telephone-events, each press once; keys
+ * - `collectDigits`: keys by any of the three methods, each press once; keys
  *   pressed while nothing collects wait for the next collection;
  * - `fork`: the peer's audio every frame (each frame handed out 60 ms after
  *   its end, so packets a little late are in it), and samples given played
  *   out;
- * - `bridge` throws: relaying media between two legs is issue #28.
+ * - keys come by RFC 4733, SIP INFO (application/dtmf-relay, application/dtmf:
+ *   the carrier hands the body to the media) or in-band tones (detected when
+ *   the peer offered no telephone-event);
+ * - no RTP for RTP_TIMEOUT_SECONDS (not while the peer holds the call): BYE,
+ *   and the call ends FAILED with RTP_TIMEOUT;
+ * - `bridge`: the two legs' audio relayed both ways (./bridge.ts), transcoded
+ *   by decoding and encoding (PCMU on one side, PCMA on the other), keys
+ *   passed on; a capture of a leg bridged during it has a second channel,
+ *   the other party as relayed (channel 0 stays the leg's own peer and what
+ *   was played to it outside the bridge).
  */
 
 import { FrameClock, schedulerTimers } from "../../media/frame-clock.js";
@@ -49,13 +60,18 @@ import type {
 } from "../carrier.js";
 import type { Scheduler, Timer } from "../scheduler.js";
 import { SAY_LEVEL, soundOfUri, speechSeconds, TONE_LEVEL } from "../simulator/media.js";
-import { type RtpSession, SAMPLE_RATE } from "./rtp-session.js";
+import { MediaBridge } from "./bridge.js";
+import { type CallMedia, SAMPLE_RATE } from "./call-media.js";
+import { recordRtpTimeout } from "./rtp-metrics.js";
 
 /** Samples at or below this magnitude count as silence for Record's silence timeout. */
 export const SILENCE_LEVEL = 300;
 
 /** How far (samples) a fork's frames trail real time, so late packets still make their frame: 60 ms. */
 export const FORK_PLAYOUT_DELAY = 480;
+
+/** The error code of a call hung up because no RTP came for RTP_TIMEOUT_SECONDS. */
+export const RTP_TIMEOUT = "RTP_TIMEOUT";
 
 /** What the leg asks of the SIP side. */
 export interface LegSignalling {
@@ -72,7 +88,10 @@ export interface LegSignalling {
 export class SipLeg implements CarrierLeg {
   state: CarrierLeg["state"] = "setup";
   remoteAudio: CarrierLeg["remoteAudio"];
-  readonly bridgedWith: CarrierLeg | undefined = undefined;
+  bridgedWith: CarrierLeg | undefined = undefined;
+  private bridge_: MediaBridge | undefined;
+  /** Whether this leg was bridged at some point (its recordings then have a second channel). */
+  private bridgedEver = false;
   private answering = false;
   private says = 0;
   private keys = "";
@@ -83,14 +102,26 @@ export class SipLeg implements CarrierLeg {
     readonly callId: string,
     readonly direction: "incoming" | "outgoing",
     private readonly events: CarrierEvents,
-    readonly session: RtpSession,
+    readonly session: CallMedia,
     private readonly scheduler: Scheduler,
     private readonly signalling: LegSignalling,
     private readonly speech?: SpeechEngine,
   ) {
     session.onDigit((key) => {
+      // While bridged, keys are the other party's (the bridge passes them on), not the next <Input>'s.
+      if (this.bridge_ !== undefined) return;
       this.keys += key;
       this.keyListener?.();
+    });
+    session.onTimeout(() => {
+      if (this.state !== "answered") return;
+      recordRtpTimeout();
+      this.signalling.bye();
+      this.end({
+        cause: "failed",
+        errorCode: RTP_TIMEOUT,
+        errorMessage: "No RTP came from the other party for RTP_TIMEOUT_SECONDS; the call was hung up",
+      });
     });
   }
 
@@ -115,9 +146,10 @@ export class SipLeg implements CarrierLeg {
   /** The leg ended; the event fires once. */
   end(end: CallEnd): void {
     if (this.state === "ended") return;
+    this.unbridge();
     this.state = "ended";
     this.endPosition = this.session.position();
-    this.session.close();
+    this.session.close(this.callId);
     for (const w of [...this.waiters]) w();
     this.waiters.clear();
     this.events.ended(end);
@@ -142,7 +174,62 @@ export class SipLeg implements CarrierLeg {
   bridge(other: CarrierLeg): void {
     if (other === this) throw new Error("cannot bridge a leg with itself");
     if (!(other instanceof SipLeg)) throw new Error("can only bridge legs of the same carrier");
-    throw new Error("bridging two SIP legs is not implemented yet (media relay: issue #28)");
+    if (this.state !== "answered" || other.state !== "answered") {
+      throw new Error("both legs must be answered to be bridged");
+    }
+    this.unbridge();
+    other.unbridge();
+    const relay = new MediaBridge(this, other);
+    this.bridge_ = relay;
+    other.bridge_ = relay;
+    this.bridgedWith = other;
+    other.bridgedWith = this;
+    this.bridgedEver = true;
+    other.bridgedEver = true;
+  }
+
+  /** Ends this leg's bridge, if any, on both legs (a leg's end does it). */
+  private unbridge(): void {
+    const relay = this.bridge_;
+    if (relay === undefined) return;
+    relay.stop();
+    for (const leg of [relay.a, relay.b]) {
+      leg.bridge_ = undefined;
+      leg.bridgedWith = undefined;
+    }
+  }
+
+  // --- what a bridge uses (./bridge.ts) ---
+
+  /** The peer's audio, a 20 ms frame at a time as it is played out; returns the unsubscribe. */
+  onRemoteFrame(listener: (samples: Int16Array) => void): () => void {
+    return this.session.onAudio(listener);
+  }
+
+  /** Keys the peer presses (each once), for a bridge to pass on; returns the unsubscribe. */
+  onRemoteKey(listener: (key: string) => void): () => void {
+    return this.session.onDigit(listener);
+  }
+
+  /** Relays a frame of the bridged party to this leg's peer (kept apart for recordings). */
+  relay(samples: Int16Array, owner: object): void {
+    if (this.state !== "answered") return;
+    void this.session.send(samples, owner, this.session.bridgeTrack);
+  }
+
+  /** Samples a bridge queued to this leg's peer and not yet sent. */
+  relayQueued(owner: object): number {
+    return this.session.queued(owner);
+  }
+
+  /** Drops what a bridge queued and not yet sent (it fell behind). */
+  relayClear(owner: object): void {
+    this.session.clear(owner);
+  }
+
+  /** Sends a key to this leg's peer (RFC 4733, or an in-band tone when the peer offered no telephone-event). */
+  relayKey(key: string): void {
+    if (this.state === "answered") this.session.sendDtmf(key);
   }
 
   answer(): void {
@@ -233,9 +320,12 @@ export class SipLeg implements CarrierLeg {
   private captured(from: number, to: number, local: boolean): CapturedAudio {
     const samples = this.session.remoteTrack.render(from, Math.max(from, to));
     if (local) this.session.localTrack.mixInto(samples, from);
+    // A leg bridged during the capture: channel 1 holds the other party, as relayed to this one.
+    const bridged =
+      local && this.bridgedEver ? this.session.bridgeTrack.render(from, Math.max(from, to)) : undefined;
     return {
       sampleRate: SAMPLE_RATE,
-      channels: [samples],
+      channels: bridged === undefined ? [samples] : [samples, bridged],
       startTime: new Date(this.scheduler.now().getTime() - ((this.position() - from) * 1000) / SAMPLE_RATE),
       durationSeconds: samples.length / SAMPLE_RATE,
     };

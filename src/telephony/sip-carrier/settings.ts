@@ -6,13 +6,19 @@
  *   true; it only matters while the edge runs (SIP_ENABLED, `npm start`).
  * - RTP_PORT_MIN, RTP_PORT_MAX: the UDP ports RTP sockets are bound in, one
  *   per call (an even port, RFC 3550 §11). Default 10000-20000. RTP_PORT_MIN=0
- *   binds any free port (tests).
+ *   binds any free port (tests). Each call takes an even port for RTP and
+ *   the next one for RTCP, so the range must hold such a pair.
+ * - RTP_TIMEOUT_SECONDS: an answered call from which no RTP came for this
+ *   long is hung up (BYE) and ends FAILED with RTP_TIMEOUT (not while the
+ *   peer holds the call). Default 30; 0 turns the timeout off.
  */
+import type { CallMediaOptions } from "./call-media.js";
 
 export interface SipCarrierSettings {
   outbound: boolean;
   rtpPortMin: number;
   rtpPortMax: number;
+  rtpTimeoutSeconds: number;
 }
 
 /** A setting with a bad value (config.ts turns it into its ConfigError). */
@@ -41,9 +47,34 @@ export function loadSipCarrierSettings(env: NodeJS.ProcessEnv): SipCarrierSettin
       `RTP_PORT_MAX (${rtpPortMax}) must be above RTP_PORT_MIN (${rtpPortMin})`,
     );
   }
+  if (rtpPortMin !== 0) {
+    const even = rtpPortMin + (rtpPortMin % 2);
+    if (even + 1 > rtpPortMax) {
+      throw new SipCarrierSettingsError(
+        `RTP_PORT_MIN..RTP_PORT_MAX (${rtpPortMin}-${rtpPortMax}) must hold an even port and the next one (RTP and RTCP)`,
+      );
+    }
+  }
+  const rawTimeout = (env.RTP_TIMEOUT_SECONDS ?? "").trim();
+  if (rawTimeout !== "" && (!/^\d+$/.test(rawTimeout) || Number(rawTimeout) > 3600)) {
+    throw new SipCarrierSettingsError(
+      `RTP_TIMEOUT_SECONDS must be a whole number of seconds from 0 (off) to 3600, got "${env.RTP_TIMEOUT_SECONDS}"`,
+    );
+  }
   return {
+    rtpTimeoutSeconds: rawTimeout === "" ? 30 : Number(rawTimeout),
     outbound: rawOutbound === "" || rawOutbound === "true" || rawOutbound === "1",
     rtpPortMin,
     rtpPortMax,
+  };
+}
+
+/** What the SipCarrier's RTP sessions are opened with: bound on `address` (the SIP edge's). */
+export function rtpMediaOptions(address: string, settings: SipCarrierSettings): CallMediaOptions {
+  return {
+    address,
+    portMin: settings.rtpPortMin === 0 ? 0 : settings.rtpPortMin,
+    portMax: settings.rtpPortMin === 0 ? 0 : settings.rtpPortMax,
+    timeoutSeconds: settings.rtpTimeoutSeconds,
   };
 }

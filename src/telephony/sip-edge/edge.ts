@@ -29,6 +29,8 @@ import type { SpeechEngine } from "../../media/speech/engine.js";
 import { numberingDomains } from "../../numbering/domains.js";
 import { registry } from "../../observability/metrics.js";
 import { SipEndpoint } from "../../sip/endpoint.js";
+import { SipGuard } from "../../sip/guard.js";
+import { RefusalLogThrottle } from "../../sip/guard-log.js";
 import { SipBindError, type TransportName } from "../../sip/transport.js";
 import type { CallEngine } from "../../voice/calls/engine.js";
 import { IncomingCalls } from "../../voice/calls/incoming.js";
@@ -36,15 +38,21 @@ import { SipDomainsDomain } from "../../voice/sip-domains/domain.js";
 import { VoiceStore } from "../../voice/sip-domains/repository.js";
 import { SipCaptureRepository } from "../../voice/sip-info/repository.js";
 import { Registrar } from "../../voice/sip-registrations/registrar.js";
+import { SipTrunksRepository } from "../../voice/sip-trunks/repository.js";
+import { TrunkRouting } from "../../voice/sip-trunks/routing.js";
+import { SecretBox } from "../../voice/sip-trunks/secret-box.js";
+import { cachedSipCredentials } from "../../voice/sip-users/credentials-cache.js";
 import { SipUsersDomain } from "../../voice/sip-users/domain.js";
-import { CarrierRouter } from "../carrier-router.js";
+import { CarrierRouter, isNumberDestination } from "../carrier-router.js";
 import { RealScheduler } from "../scheduler.js";
 import { SipCarrier } from "../sip-carrier/carrier.js";
 import { inviteHandler } from "../sip-carrier/inbound.js";
 import { outboundTargets } from "../sip-carrier/outbound.js";
-import { RtpPorts } from "../sip-carrier/rtp-ports.js";
+import { rtpMediaOptions } from "../sip-carrier/settings.js";
+import { trunkTargets } from "../sip-carrier/trunk-targets.js";
 import { SipCapture } from "./capture.js";
 import { DigestRealms } from "./digest-realms.js";
+import { DomainCache } from "./domain-cache.js";
 import { registerHandler } from "./register.js";
 
 export interface SipEdgeOptions {
@@ -106,6 +114,14 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
         now: () => options.clock.now(),
       })
     : undefined;
+  const guard = new SipGuard(sip.guard, {
+    notice: ({ address, reason, detail }) =>
+      log.warn({ source: address, why: reason, detail }, "SIP source refused"),
+  });
+  // Refusals outside the guard (scanners, malformed requests, digest failures, domain refusals):
+  // one log line per source, reason and minute; /metrics counts every one.
+  const refusalLog = new RefusalLogThrottle();
+  const logFirst = (address: string, why: string) => refusalLog.first(address, why);
   let endpoint: SipEndpoint;
   try {
     endpoint = await SipEndpoint.start({
@@ -127,11 +143,19 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       scheduler: new RealScheduler(options.clock),
       ...(sip.advertisedHost === undefined ? {} : { advertisedHost: sip.advertisedHost }),
       userAgent: "Switchboard",
+      screen: (request, source, inDialog) =>
+        guard.screen(request.method, source.address, source.transport, inDialog),
       onEvent: (event) => {
+        // The guard's refusals are counted by reason and logged by the guard, once per source and minute.
+        if (event.type === "screened") {
+          count(event.detail);
+          return;
+        }
         count(event.type);
         const source = `${event.source.transport} ${event.source.address}:${event.source.port}`;
         if (event.type === "internal-error") log.error({ source, detail: event.detail }, "SIP edge error");
-        else log.info({ source, type: event.type, detail: event.detail }, "SIP request refused");
+        else if (refusalLog.first(event.source.address, event.type))
+          log.info({ source, type: event.type, detail: event.detail }, "SIP request refused");
       },
     });
   } catch (err) {
@@ -149,11 +173,22 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     .digest();
   const digests = new DigestRealms({ nonceKey, clock: options.clock, algorithms: sip.digestAlgorithms });
   const registrar = new Registrar(store, options.clock);
+  // A REGISTER or INVITE and its answer to the challenge read the domain once (./domain-cache.ts),
+  // and users' credentials are remembered until they change (credentials-cache.ts).
+  const domainRows = new DomainCache(store.sipDomains);
+  const credentials = cachedSipCredentials(options.db, users, log);
+  const edgeUsers = {
+    credentials: (sipDomainId: string, username: string) =>
+      credentials.cache.credentials(sipDomainId, username),
+    hasUsers: (domain: { projectId: string; id: string }) => users.hasUsers(domain),
+  };
   endpoint.onRequest(
     "REGISTER",
     registerHandler({
-      domains: store.sipDomains,
-      users,
+      domains: domainRows,
+      users: edgeUsers,
+      guard,
+      logFirst,
       registrar,
       baseDomain: config.sipDomains.baseDomain,
       algorithms: sip.digestAlgorithms,
@@ -170,13 +205,21 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   let sipCarrier: SipCarrier | undefined;
   if (engine !== undefined && router !== undefined) {
     const sipDomains = new SipDomainsDomain(store, options.clock, config.sipDomains, users);
+    // Carrier trunks: read from the database with a short cache (every replica sees admin changes).
+    const trunks = new TrunkRouting(
+      new SipTrunksRepository(options.db),
+      new SecretBox(config.sipCredentialsKey),
+      options.clock,
+    );
+    const toTrunks = trunkTargets({ trunks: () => trunks.trunks() });
+    const toSip = outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain });
     const carrier = new SipCarrier({
       endpoint,
       scheduler: endpoint.scheduler,
-      ports: new RtpPorts(sip.host, config.sipCarrier.rtpPortMin, config.sipCarrier.rtpPortMax),
+      media: rtpMediaOptions(sip.host, config.sipCarrier),
       mediaAddress: sip.advertisedHost ?? endpoint.transport.local("UDP")?.address ?? sip.host,
       log,
-      targetsOf: outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain }),
+      targetsOf: (to) => (isNumberDestination(to) ? toTrunks(to) : toSip(to)),
       ...(options.speech === undefined ? {} : { speech: options.speech }),
       ...(capture === undefined ? {} : { attach: (callId, sipCallId) => capture.attach(callId, sipCallId) }),
     });
@@ -191,15 +234,18 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
           sipDomains,
         }),
         resolve: (call) => sipDomains.resolveSipCall(call),
-        domains: store.sipDomains,
-        users,
+        domains: domainRows,
+        users: edgeUsers,
+        guard,
+        logFirst,
         digests,
         baseDomain: config.sipDomains.baseDomain,
         log,
         refused: count,
+        trunks,
       }),
     );
-    router.attachSip(carrier, { outbound: config.sipCarrier.outbound });
+    router.attachSip(carrier, { outbound: config.sipCarrier.outbound, trunks });
     sipCarrier = carrier;
   } else {
     endpoint.onInvite((tx) => {
@@ -219,6 +265,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       if (sipCarrier !== undefined) router?.detachSip(sipCarrier);
       await endpoint.close();
       await capture?.close();
+      await credentials.close();
     },
   };
 }

@@ -17,6 +17,7 @@
 import type { Clock } from "../../clock.js";
 import type { Logger } from "../../log.js";
 import type { RequestHandler } from "../../sip/endpoint.js";
+import type { SipGuard } from "../../sip/guard.js";
 import { callIdOf, cseqOf, toOf } from "../../sip/message.js";
 import type { ServerTransaction } from "../../sip/transaction.js";
 import type { Peer } from "../../sip/transport.js";
@@ -43,6 +44,10 @@ export interface RegisterDeps {
   digests?: DigestRealms;
   /** Counts a refused REGISTER by reason (/metrics). */
   refused?: (reason: string) => void;
+  /** Told of failed and good digest answers, per source address (src/sip/guard.ts). */
+  guard?: Pick<SipGuard, "authFailed" | "authSucceeded">;
+  /** Whether a refusal of `why` from `address` is worth a log line (src/sip/guard-log.ts); absent: always. */
+  logFirst?: (address: string, why: string) => boolean;
 }
 
 /** The domain id of an FQDN `<id>.<base>`, or undefined outside the base domain. */
@@ -55,6 +60,11 @@ export function domainIdOf(host: string, baseDomain: string): string | undefined
 }
 
 class BadRequest extends Error {}
+
+/** Digest failures that count towards blocking a source (not a first challenge, not a stale nonce). */
+export function guessing(reason: string): boolean {
+  return reason === "wrong-credentials" || reason === "unknown-user" || reason === "replayed-nonce-count";
+}
 
 /** The Contact header values as registrar contacts; `*` alone is the wildcard. */
 function contactsOf(values: string[]): { wildcard: boolean; contacts: RegisterContact[] } {
@@ -88,6 +98,10 @@ export function registerHandler(deps: RegisterDeps): RequestHandler {
 
   const refuse = (tx: ServerTransaction, source: Peer, status: number, reason: string, why: string) => {
     deps.refused?.(why);
+    if (deps.logFirst?.(source.address, why) === false) {
+      tx.respond(tx.reply(status, reason));
+      return;
+    }
     deps.log.info(
       { source: `${source.transport} ${source.address}:${source.port}`, status, why },
       "SIP REGISTER refused",
@@ -123,7 +137,11 @@ export function registerHandler(deps: RegisterDeps): RequestHandler {
     );
     if (!result.ok) {
       if (result.reason !== "missing") deps.refused?.(`digest-${result.reason}`);
-      if (result.reason === "wrong-credentials" || result.reason === "unknown-user") {
+      if (guessing(result.reason)) deps.guard?.authFailed(source.address);
+      if (
+        (result.reason === "wrong-credentials" || result.reason === "unknown-user") &&
+        deps.logFirst?.(source.address, `digest-${result.reason}`) !== false
+      ) {
         deps.log.info(
           { source: `${source.transport} ${source.address}:${source.port}`, why: result.reason, realm },
           "SIP REGISTER refused: digest authentication failed",
@@ -139,6 +157,7 @@ export function registerHandler(deps: RegisterDeps): RequestHandler {
       );
       return;
     }
+    deps.guard?.authSucceeded(source.address);
     if (
       user === undefined ||
       to.uri.user === undefined ||

@@ -26,7 +26,8 @@
  *   is copied onto the call (`calls.recording` = {trigger, postProcessing:
  *   [], readyUri: ""}); DISABLED leaves it null.
  * - The call is recorded RINGING (it rang at us), direction INCOMING,
- *   transport PSTN, create_method INCOMING_CALL, create_time = start_time =
+ *   transport PSTN (with `sip_call_id` when a carrier trunk's INVITE brought
+ *   it), create_method INCOMING_CALL, create_time = start_time =
  *   ring_time, no options (no state updates, see engine.ts), and handed to
  *   the engine (after the insert has committed), which answers it and runs
  *   its handlers.
@@ -48,7 +49,8 @@
  * otherwise null); then by call_termination_mode:
  * - PROGRAMMABLE: markup from call_termination_handler_uris;
  * - PSTN_TRUNK: `to` must be E.164; the engine bridges it to a PSTN leg
- *   (plan `bridge`, see engine.ts), caller ID `from` when it is E.164;
+ *   (plan `bridge`, see engine.ts), caller ID `from` when it is E.164 (or
+ *   a `sip:` URI whose user part is);
  * - DISABLED: FAILED_PRECONDITION `TERMINATION_DISABLED`.
  */
 import { and, count, eq, like, notInArray, sql } from "drizzle-orm";
@@ -167,6 +169,8 @@ export class IncomingCalls {
       transport: "PSTN",
       handlerUris: [...uris],
       recording: instanceRecording(instance.callRecordingTrigger),
+      // A call from a carrier trunk (the SIP edge): the router hands it to the SipCarrier.
+      ...(input.sipCallId === undefined ? {} : { sipCallId: input.sipCallId }),
     });
   }
 
@@ -238,7 +242,10 @@ export class IncomingCalls {
             },
           ]);
         }
-        const callerId = input.isPrivate ? "" : (parseE164(input.from) ?? "");
+        // Caller ID: `from` when it is a number, or the user part of a SIP `from` that is one.
+        const callerId = input.isPrivate
+          ? ""
+          : (parseE164(input.from) ?? parseE164(sipUserOf(input.from)) ?? "");
         return this.record(
           { ...base, handlerUris: [] },
           { kind: "bridge", to: input.to, from: callerId },
@@ -331,4 +338,15 @@ async function activeSipCalls(db: DbOrTx, fqdn: string): Promise<number> {
       ),
     );
   return row?.n ?? 0;
+}
+
+/** The user part of a `sip:user@host` URI, "" for anything else. */
+function sipUserOf(uri: string): string {
+  const m = /^sips?:([^@;?]+)@/i.exec(uri);
+  if (m === null) return "";
+  try {
+    return decodeURIComponent(m[1]!);
+  } catch {
+    return "";
+  }
 }

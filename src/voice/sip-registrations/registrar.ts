@@ -7,7 +7,8 @@
  *
  * Rules of `register` (all or nothing, one transaction, under a lock of
  * the user's row so that REGISTERs for one address-of-record from any
- * replica are applied one after the other):
+ * replica are applied one after the other; a phone's plain refresh of its
+ * one binding takes a single statement instead, with the same outcome):
  * - No Contact: a query; the live bindings are returned.
  * - `Contact: *` is valid only alone and with `Expires: 0` (else 400); it
  *   removes every binding of the user.
@@ -155,6 +156,8 @@ export class Registrar {
   async register(req: RegisterRequest): Promise<RegisterResult> {
     const invalid = this.check(req);
     if (invalid !== undefined) return invalid;
+    const refreshed = await this.refresh(req);
+    if (refreshed !== undefined) return refreshed;
     try {
       return await this.store.transaction(async (s) => {
         const user = await s.sipUsers.lock(req.sipDomainId, req.userId);
@@ -232,6 +235,40 @@ export class Registrar {
     const now = this.clock.now();
     const rows = await this.store.sipRegistrations.liveForUsername(sipDomainId, username, now);
     return rows.map((r) => bindingOf(r, now));
+  }
+
+  /**
+   * The common case, a phone refreshing its one binding (not yet expired;
+   * the same Call-ID with a higher CSeq, or another Call-ID), in one statement without the user's lock
+   * (SipRegistrationsRepository.refresh); undefined when it does not apply,
+   * and the transaction above decides. The outcome is the one the
+   * transaction would give: a refresh adds no binding, so the limit holds.
+   */
+  private async refresh(req: RegisterRequest): Promise<RegisterResult | undefined> {
+    const [contact] = req.contacts;
+    if (req.wildcard || contact === undefined || req.contacts.length !== 1) return undefined;
+    const expires = Math.min(
+      contact.expires ?? req.expires ?? this.policy.defaultExpires,
+      this.policy.maxExpires,
+    );
+    if (expires === 0) return undefined;
+    const now = this.clock.now();
+    const rows = await this.store.sipRegistrations.refresh({
+      sipDomainId: req.sipDomainId,
+      userId: req.userId,
+      contactUri: contact.uri,
+      callId: req.callId,
+      cseq: req.cseq,
+      sourceAddress: req.sourceAddress,
+      sourceTransport: req.sourceTransport,
+      instanceId: contact.instanceId ?? "",
+      replicaId: req.replicaId,
+      userAgent: req.userAgent,
+      expiresAt: new Date(now.getTime() + expires * 1000),
+      now,
+    });
+    if (rows === undefined) return undefined;
+    return { status: 200, bindings: rows.map((r) => bindingOf(r, now)) };
   }
 
   /** Deletes the bindings that have expired; how many. */

@@ -34,6 +34,7 @@ import type { SipDomainsConfig } from "../sip-domains/config.js";
 import { deletedError } from "../sip-domains/domain.js";
 import { RESOURCE_TYPE as SIP_DOMAIN_TYPE } from "../sip-domains/model.js";
 import type { VoiceStore } from "../sip-domains/repository.js";
+import { notifySipUserChange, sipUserChangesOf } from "./credentials-cache.js";
 import { type DigestHashes, digestHashes } from "./digest.js";
 import {
   type DomainRef,
@@ -146,8 +147,9 @@ export class SipUsersDomain implements SipUserDirectory {
    * (whose `password` is empty), or undefined for no change.
    */
   async update(ref: SipUserRef, plan: (current: SipUser) => SipUserSettings | undefined): Promise<SipUser> {
+    let changed = false;
     try {
-      return await this.store.transaction(async (s) => {
+      const user = await this.store.transaction(async (s) => {
         await this.liveDomain(s, ref);
         const row = await s.sipUsers.find(ref.projectId, ref.sipDomainId, ref.id, true);
         if (row === undefined) throw notFound(RESOURCE_TYPE, sipUserName(ref));
@@ -166,8 +168,13 @@ export class SipUsersDomain implements SipUserDirectory {
             : digestHashes(changes.username, this.realmOf(ref.sipDomainId), changes.password)),
           updateTime: this.clock.now(),
         });
+        await notifySipUserChange(s.db, ref.sipDomainId);
+        changed = true;
         return this.view(updated!);
       });
+      // Committed: this process's credential caches forget the domain's users (other replicas: the NOTIFY).
+      if (changed) sipUserChangesOf(this.store.db).changed(ref.sipDomainId);
+      return user;
     } catch (err) {
       throw this.conflict(err, ref, undefined);
     }
@@ -179,7 +186,10 @@ export class SipUsersDomain implements SipUserDirectory {
       if (!(await s.sipUsers.delete(ref.sipDomainId, ref.id))) {
         throw notFound(RESOURCE_TYPE, sipUserName(ref));
       }
+      await notifySipUserChange(s.db, ref.sipDomainId);
     });
+    // Committed: this process's credential caches forget the domain's users (other replicas: the NOTIFY).
+    sipUserChangesOf(this.store.db).changed(ref.sipDomainId);
   }
 
   /** SipUserDirectory: whether the domain has users (disabled ones count; see the file comment). */
@@ -189,7 +199,7 @@ export class SipUsersDomain implements SipUserDirectory {
 
   /** The stored digest credentials of `username` in a domain (by its id), for the SIP core. */
   async credentials(sipDomainId: string, username: string): Promise<SipUserCredentials | undefined> {
-    const row = await this.store.sipUsers.findByUsername(sipDomainId, username);
+    const row = await this.store.sipUsers.credentials(sipDomainId, username);
     if (row === undefined) return undefined;
     return {
       projectId: row.projectId,

@@ -2,12 +2,29 @@
 import { and, eq, sql } from "drizzle-orm";
 import { keysetAfter, keysetOrder, type PagePosition } from "../../api/pagination.js";
 import type { DbOrTx } from "../../db/client.js";
+import { fixedRows } from "../../db/direct.js";
 import { type NewSipUserRow, type SipUserRow, sipUsers as t } from "../../db/schema/index.js";
 
 /** The primary key of `sip_users`: violated when the domain already has the user id. */
 export const SIP_USER_KEY = "sip_users_pk";
 /** Violated when the domain already has a user with the username. */
 export const SIP_USERNAME_KEY = "sip_users_domain_username_key";
+
+/** What the SIP edge needs of a user to check a digest answer (`credentials`). */
+export interface StoredSipCredentials {
+  projectId: string;
+  sipDomainId: string;
+  id: string;
+  username: string;
+  disabled: boolean;
+  realm: string;
+  ha1Md5: string;
+  ha1Sha256: string;
+}
+
+/** `credentials`' statement, a fixed text (src/db/direct.ts): every REGISTER and INVITE answer reads it. */
+const CREDENTIALS = `select project_id, sip_domain_id, id, username, disabled, realm, ha1_md5, ha1_sha256
+  from sip_users where sip_domain_id = $1 and username = $2`;
 
 export class SipUsersRepository {
   constructor(private readonly db: DbOrTx) {}
@@ -32,14 +49,20 @@ export class SipUsersRepository {
     return row;
   }
 
-  /** The domain's user with `username` (case-sensitive); `lock` as in `find`. */
-  async findByUsername(sipDomainId: string, username: string, lock = false): Promise<SipUserRow | undefined> {
-    const query = this.db
-      .select()
-      .from(t)
-      .where(and(eq(t.sipDomainId, sipDomainId), eq(t.username, username)));
-    const [row] = lock ? await query.for("update") : await query;
-    return row;
+  /** The digest credentials of the domain's user `username` (case-sensitive); not in a transaction. */
+  async credentials(sipDomainId: string, username: string): Promise<StoredSipCredentials | undefined> {
+    const [r] = await fixedRows(this.db, CREDENTIALS, [sipDomainId, username]);
+    if (r === undefined) return undefined;
+    return {
+      projectId: String(r[0]),
+      sipDomainId: String(r[1]),
+      id: String(r[2]),
+      username: String(r[3]),
+      disabled: r[4] === true,
+      realm: String(r[5]),
+      ha1Md5: String(r[6]),
+      ha1Sha256: String(r[7]),
+    };
   }
 
   /** Locks a user (by domain and id) until the transaction ends; undefined when there is none. */

@@ -1,0 +1,151 @@
+/**
+ * The SIP edge's memory of users' digest credentials, so that a phone's
+ * REGISTER (every minute or so, challenged each time) and a caller's INVITE
+ * answer their challenge without a database read, while a changed password,
+ * a disabled user or a deleted one is refused at once:
+ *
+ * - Every change of a user (SipUsersDomain update and delete) runs
+ *   `pg_notify(SIP_USERS_CHANNEL, sipDomainId)` in its transaction
+ *   (`notifySipUserChange`), delivered to every replica listening on the same
+ *   PostgreSQL when it commits (`listenForSipUserChanges`), and tells this
+ *   process's caches after it committed (`sipUserChangesOf(db).changed`):
+ *   they forget the domain's users. While a replica's listening connection
+ *   is down the cache is neither used nor filled (and is emptied), so a lost
+ *   notification cannot leave an old password working.
+ * - A lookup that raced with an invalidation is not stored (a generation
+ *   counter, bumped by every invalidation).
+ * - Unknown users are never kept (a new user registers at once; random
+ *   usernames cannot fill the memory); entries expire after `ttlMs`
+ *   (10 minutes, a backstop) and at most `maxEntries` are kept.
+ * A domain deleted takes its users with it (a cascade, no notification):
+ * the edge checks the domain before it asks for credentials, so a deleted
+ * domain's users are refused there.
+ */
+import { sql } from "drizzle-orm";
+import { type Changes, changesPerDatabase } from "../../db/changes.js";
+import type { Db, DbOrTx } from "../../db/client.js";
+import { type ChannelListener, listenOnChannel } from "../../db/listen.js";
+import type { Logger } from "../../log.js";
+import type { SipUserCredentials } from "./domain.js";
+
+/** The PostgreSQL notification channel of SIP user changes; payload: the domain id, or `*` for all. */
+export const SIP_USERS_CHANNEL = "switchboard_sip_users";
+const ALL = "*";
+
+/** In the changing transaction: tells every replica listening to forget the domain's users on commit. */
+export async function notifySipUserChange(tx: DbOrTx, sipDomainId: string): Promise<void> {
+  await tx.execute(sql`select pg_notify(${SIP_USERS_CHANNEL}, ${sipDomainId})`);
+}
+
+/** The in-process changes of `db` by domain id (what SipUsersDomain reports to, what caches on `db` hear). */
+export const sipUserChangesOf: (db: DbOrTx) => Changes<string> = changesPerDatabase<string>();
+
+export interface CredentialsLookup {
+  credentials(sipDomainId: string, username: string): Promise<SipUserCredentials | undefined>;
+}
+
+export interface SipCredentialsCacheOptions {
+  ttlMs?: number;
+  maxEntries?: number;
+  /** Monotonic milliseconds. */
+  now?: () => number;
+  /** Whether invalidations reach this cache now; while false nothing is served or stored. */
+  live?: () => boolean;
+}
+
+export class SipCredentialsCache implements CredentialsLookup {
+  private readonly entries = new Map<string, { credentials: SipUserCredentials; expires: number }>();
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+  private readonly live: () => boolean;
+  private generation = 0;
+  /** Lookups that reached the database (for tests and diagnostics). */
+  misses = 0;
+
+  constructor(
+    private readonly inner: CredentialsLookup,
+    options: SipCredentialsCacheOptions = {},
+  ) {
+    this.ttlMs = options.ttlMs ?? 600_000;
+    this.maxEntries = options.maxEntries ?? 50_000;
+    this.now = options.now ?? (() => performance.now());
+    this.live = options.live ?? (() => true);
+  }
+
+  async credentials(sipDomainId: string, username: string): Promise<SipUserCredentials | undefined> {
+    const key = `${sipDomainId}\u0000${username}`;
+    const live = this.live();
+    if (live) {
+      const hit = this.entries.get(key);
+      if (hit !== undefined) {
+        if (hit.expires > this.now()) return hit.credentials;
+        this.entries.delete(key);
+      }
+    }
+    const generation = this.generation;
+    this.misses++;
+    const found = await this.inner.credentials(sipDomainId, username);
+    if (found !== undefined && live && this.live() && generation === this.generation) {
+      if (!this.entries.has(key) && this.entries.size >= this.maxEntries) {
+        const oldest = this.entries.keys().next();
+        if (!oldest.done) this.entries.delete(oldest.value);
+      }
+      this.entries.set(key, { credentials: found, expires: this.now() + this.ttlMs });
+    }
+    return found;
+  }
+
+  /** Forgets the users of `sipDomainId`, or every user. */
+  invalidate(sipDomainId: string | undefined): void {
+    this.generation++;
+    if (sipDomainId === undefined) {
+      this.entries.clear();
+      return;
+    }
+    const prefix = `${sipDomainId}\u0000`;
+    for (const key of this.entries.keys()) if (key.startsWith(prefix)) this.entries.delete(key);
+  }
+
+  /** Users remembered now. */
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/**
+ * A cache of `db`'s SIP credentials for the edge, invalidated by this
+ * process's changes and, on PostgreSQL, by every replica's (a LISTEN
+ * connection of its own). `close` stops both.
+ */
+export function cachedSipCredentials(
+  db: Db,
+  inner: CredentialsLookup,
+  log: Logger,
+): { cache: SipCredentialsCache; close(): Promise<void> } {
+  let listener: ChannelListener | undefined;
+  const cache = new SipCredentialsCache(inner, { live: () => listener?.live() ?? true });
+  const unsubscribe = sipUserChangesOf(db).subscribe((id) => cache.invalidate(id));
+  listener = listenOnChannel(
+    db,
+    SIP_USERS_CHANNEL,
+    {
+      onNotify: (payload) => cache.invalidate(payload === ALL ? undefined : payload),
+      onListening: () => cache.invalidate(undefined),
+      onLost(wasListening) {
+        if (wasListening)
+          log.warn("SIP user change listener disconnected: not caching credentials until it is back");
+        cache.invalidate(undefined);
+      },
+    },
+    log,
+    "SIP user change listener",
+  );
+  return {
+    cache,
+    async close() {
+      unsubscribe();
+      await listener?.close();
+    },
+  };
+}

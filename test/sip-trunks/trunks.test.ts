@@ -1,0 +1,537 @@
+/**
+ * Carrier trunks in SIP signalling (issue 27 item 4), on the real app
+ * (build() + listen() + listenSip() on free ports) against fake trunks: raw
+ * UDP sockets on 127.0.0.1 answering with literal SIP.
+ * - Out: CreateCall to +E164 goes to the enabled trunk (Request-URI
+ *   `sip:+E164@host:port;user=phone`, From the caller ID); a 401 is answered
+ *   with a digest the test recomputes itself; the handler's <Say> arrives as
+ *   RTP. Failover to the next trunk by priority on 503 and on a trunk that
+ *   never answers; 486 from the far end is the call's answer (BUSY), the next
+ *   trunk never tried. A TCP trunk is reached over TCP (`transport=tcp`).
+ * - In: an INVITE from a trunk's inbound network to a held number (with or
+ *   without `+`) rings the number's VoiceML handler (a real HTTP receiver)
+ *   and is answered with RTP; a number nobody holds → 404; a source outside
+ *   every trunk's networks → refused (no open relay).
+ * - PSTN_TRUNK domain: 503 with no trunk enabled; with one, an authorized
+ *   caller's INVITE to `sip:+E164@fqdn` goes out through the trunk: ringing
+ *   and busy are mapped back, the caller's CANCEL reaches the trunk.
+ *   (Signalling only: the media bridge of two SIP legs is another branch's.)
+ */
+import { createHash } from "node:crypto";
+import net from "node:net";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { eq } from "drizzle-orm";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type Call, Call_State, Calls } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
+import {
+  SipDomain_TerminationMode as Mode,
+  SipDomains,
+} from "../../gen/enfonica/voice/v1beta1/sip_domains_pb.js";
+import { SipTrunk_Transport, SipTrunks } from "../../gen/switchboard/admin/v1/sip_trunks_pb.js";
+import { systemClock } from "../../src/clock.js";
+import { type CallRow, calls } from "../../src/db/schema/index.js";
+import { type App, build } from "../../src/server.js";
+import { TRUNK_CACHE_SECONDS } from "../../src/voice/sip-trunks/routing.js";
+import { addBlock, numberingClients, provision } from "../numbering/support.js";
+import { Received, UdpUa } from "../sip/ua.js";
+import { Phone } from "../sip-carrier/phone.js";
+import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
+import { xml } from "../support/calls.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
+import { type Receiver, startReceiver } from "../support/receiver.js";
+import { newSipDomainId } from "../voice/support.js";
+
+let blocks = Math.floor(Math.random() * 900);
+const FAR_NUMBER = "+61491570156";
+const md5 = (t: string) => createHash("md5").update(t).digest("hex");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(testDatabases())("carrier trunks on $name", (backend) => {
+  const database = useTestDatabase(backend);
+  let app: App;
+  let sipPort: number;
+  let handler: Receiver;
+  let calls_: ReturnType<typeof createClient<typeof Calls>>;
+  const sockets: Array<{ close(): void }> = [];
+  const trunkNames: string[] = [];
+  let trunkSeq = 0;
+
+  beforeAll(async () => {
+    app = await build({
+      config: testConfig({
+        SIP_PORT: "0",
+        RTP_PORT_MIN: "0",
+        LOG_LEVEL: "silent",
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+      }),
+      db: database.db,
+    });
+    sipPort = (await app.listenSip()).local("UDP")!.port;
+    const base = `http://127.0.0.1:${(await app.listen(0)).port}`;
+    calls_ = createClient(
+      Calls,
+      createConnectTransport({
+        baseUrl: base,
+        httpVersion: "1.1",
+        interceptors: [bearer(TEST_OPERATOR_TOKEN)],
+      }),
+    );
+    handler = await startReceiver();
+    handler.handle((req, res) => {
+      res.setHeader("content-type", "application/xml");
+      res.end(xml(req.path.startsWith("/in") ? "<Say>Hello from the number</Say>" : "<Say>Hello Bob</Say>"));
+    });
+  });
+
+  afterAll(async () => {
+    for (const s of sockets) s.close();
+    await handler?.close();
+    await app?.close();
+  });
+
+  afterEach(async () => {
+    const client = createTestClient(SipTrunks, database.db, systemClock);
+    for (const name of trunkNames.splice(0)) await client.deleteSipTrunk({ name }).catch(() => {});
+    // The edge reads trunks with a short cache: let it see the change.
+    await sleep(TRUNK_CACHE_SECONDS * 1000 + 300);
+  });
+
+  async function ua(): Promise<UdpUa> {
+    const u = await UdpUa.open();
+    sockets.push(u);
+    return u;
+  }
+
+  async function phone(): Promise<Phone> {
+    const p = await Phone.open(sipPort);
+    sockets.push(p.sip, p.media);
+    return p;
+  }
+
+  /** An enabled trunk (then waits out the edge's trunk cache). */
+  async function trunk(settings: {
+    address: string;
+    priority?: number;
+    username?: string;
+    password?: string;
+    inboundNetworks?: string[];
+  }): Promise<string> {
+    const created = await createTestClient(SipTrunks, database.db, systemClock).createSipTrunk({
+      sipTrunkId: `t${trunkSeq++}-${Math.random().toString(36).slice(2, 8)}`,
+      sipTrunk: {
+        address: settings.address,
+        transport: SipTrunk_Transport.UDP,
+        username: settings.username ?? "",
+        password: settings.password ?? "",
+        inboundNetworks: settings.inboundNetworks ?? [],
+        enabled: true,
+        priority: settings.priority ?? 10,
+      },
+    });
+    trunkNames.push(created.name);
+    return created.name;
+  }
+  const settle = () => sleep(TRUNK_CACHE_SECONDS * 1000 + 300);
+
+  /** A project owning a number (with the incoming handler /in when `handled`). */
+  async function owner(handled = false): Promise<{ project: string; number: string }> {
+    const project = await newProject(database.db);
+    const c = numberingClients(database.db, systemClock);
+    const number = await addBlock(c, `+6125551${String(blocks++ % 1000).padStart(3, "0")}0`, 10);
+    const instance = await provision(c, project, number);
+    if (handled) {
+      await c.instances.updatePhoneNumberInstance({
+        name: instance.name,
+        phoneNumberInstance: { incomingCallHandlerUris: [`${handler.base}/in`] },
+      });
+    }
+    return { project, number };
+  }
+
+  /** A response from a fake trunk to `request` (To tag added for non-100). */
+  function reply(u: UdpUa, request: Received, status: string, extra: string[] = [], body = ""): void {
+    const to = request.header("To")!;
+    const lines = [
+      `SIP/2.0 ${status}`,
+      ...request.headers("Via").map((v) => `Via: ${v}`),
+      `From: ${request.header("From")}`,
+      `To: ${to}${to.includes("tag=") || status.startsWith("100") ? "" : ";tag=trunk1"}`,
+      `Call-ID: ${request.header("Call-ID")}`,
+      `CSeq: ${request.header("CSeq")}`,
+      ...extra,
+      ...(body === "" ? [] : ["Content-Type: application/sdp"]),
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      "",
+      body,
+    ];
+    u.send(Buffer.from(lines.join("\r\n")), sipPort);
+  }
+
+  function answerSdp(rtpPort: number): string {
+    return [
+      "v=0",
+      "o=carrier 7 1 IN IP4 127.0.0.1",
+      "s=carrier",
+      "c=IN IP4 127.0.0.1",
+      "t=0 0",
+      `m=audio ${rtpPort} RTP/AVP 0`,
+      "a=rtpmap:0 PCMU/8000",
+      "a=ptime:20",
+      "a=sendrecv",
+      "",
+    ].join("\r\n");
+  }
+
+  async function ended(name: string): Promise<Call> {
+    const deadline = Date.now() + 30_000;
+    const done = [
+      Call_State.COMPLETED,
+      Call_State.BUSY,
+      Call_State.NOT_ANSWERED,
+      Call_State.FAILED,
+      Call_State.REJECTED,
+    ];
+    for (;;) {
+      const call = await calls_.getCall({ name });
+      if (done.includes(call.state)) return call;
+      if (Date.now() > deadline) throw new Error(`${name} did not end: ${Call_State[call.state]}`);
+      await sleep(50);
+    }
+  }
+
+  async function callOut(timeoutSeconds = 30): Promise<{ call: Call; from: string }> {
+    const { project, number } = await owner();
+    const call = await calls_.createCall({
+      parent: project,
+      call: {
+        to: FAR_NUMBER,
+        from: number,
+        options: { handlerUris: [`${handler.base}/out`], timeoutSeconds },
+      },
+    });
+    return { call, from: number };
+  }
+
+  const isInvite = (m: Received) => m.method === "INVITE";
+
+  it("calls +E164 through the trunk, answering its 401 with the trunk's digest; <Say> arrives as RTP", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}`, username: "acct-42", password: "trunk secret" });
+    await settle();
+    const media = await phone(); // only its RTP socket is used
+    const { call, from } = await callOut();
+    const first = await carrier.inbox.next(isInvite, 15_000);
+    const requestUri = `sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone`;
+    expect(first.text.startsWith(`INVITE ${requestUri} SIP/2.0\r\n`)).toBe(true);
+    expect(first.header("To")).toBe(`<${requestUri}>`);
+    expect(first.header("From")).toMatch(new RegExp(`^<sip:\\${from}@`));
+    expect(first.header("Authorization")).toBeUndefined();
+    reply(carrier, first, "401 Unauthorized", [
+      'WWW-Authenticate: Digest realm="carrier.example", nonce="n0nce-123", qop="auth", algorithm=MD5',
+    ]);
+    await carrier.inbox.next((m) => m.method === "ACK");
+    const second = await carrier.inbox.next(isInvite, 15_000);
+    expect(second.header("Call-ID")).toBe(first.header("Call-ID"));
+    expect(second.header("CSeq")).toBe("2 INVITE");
+    // The Authorization computed here, independently of the service's digest code.
+    const auth = second.header("Authorization")!;
+    const p = (k: string) => new RegExp(`${k}="?([^",]+)"?`).exec(auth)?.[1];
+    expect(p("username")).toBe("acct-42");
+    expect(p("realm")).toBe("carrier.example");
+    expect(p("nonce")).toBe("n0nce-123");
+    expect(p("uri")).toBe(requestUri);
+    expect(p("qop")).toBe("auth");
+    expect(p("nc")).toBe("00000001");
+    const ha1 = md5("acct-42:carrier.example:trunk secret");
+    const ha2 = md5(`INVITE:${requestUri}`);
+    expect(p("response")).toBe(md5(`${ha1}:n0nce-123:00000001:${p("cnonce")}:auth:${ha2}`));
+    reply(carrier, second, "180 Ringing");
+    reply(
+      carrier,
+      second,
+      "200 OK",
+      [`Contact: <sip:carrier@127.0.0.1:${carrier.port}>`],
+      answerSdp(media.rtpPort),
+    );
+    await carrier.inbox.next((m) => m.method === "ACK" && m.header("CSeq") === "2 ACK");
+    const bye = await carrier.inbox.next((m) => m.method === "BYE", 20_000);
+    reply(carrier, bye, "200 OK");
+    expect((await ended(call.name)).state).toBe(Call_State.COMPLETED);
+    expect(media.rtp.length).toBeGreaterThan(10);
+    expect(media.rtp.every((x) => x.payloadType === 0 && x.payload.length === 160)).toBe(true);
+  });
+
+  it("fails over to the next trunk by priority on 503; 486 from the far end is the call's answer", async () => {
+    const a = await ua();
+    const b = await ua();
+    const c = await ua();
+    await trunk({ address: `127.0.0.1:${b.port}`, priority: 20 });
+    await trunk({ address: `127.0.0.1:${a.port}`, priority: 10 });
+    await trunk({ address: `127.0.0.1:${c.port}`, priority: 30 });
+    await settle();
+    const { call } = await callOut();
+    const first = await a.inbox.next(isInvite, 15_000);
+    reply(a, first, "503 Service Unavailable");
+    const second = await b.inbox.next(isInvite, 15_000);
+    reply(b, second, "486 Busy Here");
+    await b.inbox.next((m) => m.method === "ACK");
+    const done = await ended(call.name);
+    expect(done.state).toBe(Call_State.BUSY);
+    // Busy is the far end's answer: the third trunk is never tried.
+    expect((await c.inbox.quiet(500)).filter(isInvite)).toEqual([]);
+  });
+
+  it("fails over to the next trunk when one never answers", async () => {
+    const silent = await ua();
+    const b = await ua();
+    await trunk({ address: `127.0.0.1:${silent.port}`, priority: 1 });
+    await trunk({ address: `127.0.0.1:${b.port}`, priority: 2 });
+    await settle();
+    const { call } = await callOut();
+    await silent.inbox.next(isInvite, 15_000); // retransmitted, never answered
+    const invite = await b.inbox.next(isInvite, 20_000);
+    reply(b, invite, "603 Decline");
+    expect((await ended(call.name)).state).toBe(Call_State.REJECTED);
+  });
+
+  /** The row of the call with this SIP Call-ID, once it is ended (`done`) or as soon as it exists. */
+  async function row(callId: string, done = false): Promise<CallRow> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const [r] = await database.db.select().from(calls).where(eq(calls.sipCallId, callId));
+      const over = ["COMPLETED", "FAILED", "BUSY", "REJECTED", "NOT_ANSWERED"];
+      if (r !== undefined && (!done || over.includes(r.state))) return r;
+      if (Date.now() > deadline) throw new Error(`call ${callId} not ${done ? "ended" : "found"}`);
+      await sleep(50);
+    }
+  }
+
+  const final = (branch: string) => (m: Received) => m.text.includes(branch) && (m.status ?? 0) >= 200;
+
+  it.each([
+    ["with +", (n: string) => n],
+    ["as digits without +", (n: string) => n.slice(1)],
+  ])(
+    "takes an INVITE from a trunk network to a held number (%s): its handler answers, RTP flows",
+    async (_, spell) => {
+      await trunk({ address: "192.0.2.10", inboundNetworks: ["127.0.0.1/32"] });
+      await settle();
+      const { number, project } = await owner(true);
+      const before = handler.requests.length;
+      const p = await phone();
+      const uri = `sip:${spell(number)}@127.0.0.1:${sipPort}`;
+      const { branch, cseq } = p.invite(uri, { from: `sip:${FAR_NUMBER}@192.0.2.10` });
+      const ok = await p.sip.inbox.next(final(branch), 15_000);
+      expect(ok.status).toBe(200);
+      p.learn(ok);
+      p.inDialog("ACK", uri, { cseq });
+      const bye = await p.sip.inbox.next((m) => m.method === "BYE", 20_000);
+      p.ok(bye);
+      const r = await row(p.callId, true);
+      expect(r.projectId).toBe(project.split("/")[1]);
+      expect(r.to).toBe(number);
+      expect(r.from).toBe(FAR_NUMBER);
+      expect(r.transport).toBe("PSTN");
+      expect(r.state).toBe("COMPLETED");
+      expect(handler.requests.slice(before).some((q) => q.path.startsWith("/in"))).toBe(true);
+      expect(p.rtp.length).toBeGreaterThan(10);
+    },
+  );
+
+  it("answers 404 to a trunk's INVITE for a number nobody holds", async () => {
+    await trunk({ address: "192.0.2.10", inboundNetworks: ["127.0.0.0/24"] });
+    await settle();
+    const p = await phone();
+    const { branch } = p.invite(`sip:+61255599999@127.0.0.1:${sipPort}`, {
+      from: `sip:${FAR_NUMBER}@192.0.2.10`,
+    });
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBe(404);
+    expect(answer.reason).toContain("NUMBER_NOT_IN_SERVICE");
+  });
+
+  it("refuses an INVITE to a held number from outside every trunk's networks (no open relay)", async () => {
+    await trunk({ address: "192.0.2.10", inboundNetworks: ["192.0.2.0/24"] });
+    await settle();
+    const { number } = await owner(true);
+    const before = handler.requests.length;
+    const p = await phone();
+    const { branch } = p.invite(`sip:${number}@127.0.0.1:${sipPort}`, {
+      from: `sip:${FAR_NUMBER}@192.0.2.10`,
+    });
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBeGreaterThanOrEqual(400);
+    expect(answer.status).toBeLessThan(500);
+    expect(handler.requests.slice(before).some((q) => q.path.startsWith("/in"))).toBe(false);
+    const [r] = await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId));
+    expect(r).toBeUndefined();
+  });
+
+  /** A PSTN_TRUNK domain taking calls from 127.0.0.1. */
+  async function pstnDomain(): Promise<string> {
+    const project = await newProject(database.db);
+    const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
+      parent: project,
+      sipDomainId: newSipDomainId("tr"),
+      sipDomain: { callTerminationMode: Mode.PSTN_TRUNK, cidrBlocks: [{ cidrBlock: "127.0.0.1/32" }] },
+    });
+    return d.fqdn;
+  }
+
+  it("answers 503 to a PSTN_TRUNK domain's call while no trunk is enabled", async () => {
+    const fqdn = await pstnDomain();
+    const p = await phone();
+    const { branch } = p.invite(`sip:${FAR_NUMBER}@${fqdn}`);
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBe(503);
+    expect(answer.reason).toBe("Service Unavailable (No Carrier Trunk)");
+  });
+
+  it("sends a PSTN_TRUNK domain's call out through the trunk: ringing and busy mapped back", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}` });
+    await settle();
+    const fqdn = await pstnDomain();
+    const p = await phone();
+    const { branch } = p.invite(`sip:${FAR_NUMBER}@${fqdn}`, { from: "sip:+61255500001@127.0.0.1" });
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    expect(out.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone SIP/2.0`)).toBe(
+      true,
+    );
+    expect(out.header("From")).toMatch(/^<sip:\+61255500001@/);
+    reply(carrier, out, "180 Ringing");
+    expect((await p.sip.inbox.next((m) => m.text.includes(branch) && m.status === 180)).status).toBe(180);
+    reply(carrier, out, "486 Busy Here");
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBe(486);
+    expect((await row(p.callId, true)).state).toBe("BUSY");
+  });
+
+  it("passes a PSTN_TRUNK caller's CANCEL on to the trunk", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}` });
+    await settle();
+    const fqdn = await pstnDomain();
+    const p = await phone();
+    const uri = `sip:${FAR_NUMBER}@${fqdn}`;
+    const { branch, cseq } = p.invite(uri, { from: "sip:+61255500001@127.0.0.1" });
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    reply(carrier, out, "180 Ringing");
+    await p.sip.inbox.next((m) => m.text.includes(branch) && m.status === 180);
+    p.cancel(uri, branch, cseq);
+    const terminated = await p.sip.inbox.next(
+      (m) => final(branch)(m) && m.header("CSeq") === `${cseq} INVITE`,
+      15_000,
+    );
+    expect(terminated.status).toBe(487);
+    const cancel = await carrier.inbox.next((m) => m.method === "CANCEL", 15_000);
+    expect(cancel.header("Call-ID")).toBe(out.header("Call-ID"));
+    reply(carrier, cancel, "200 OK");
+    reply(carrier, out, "487 Request Terminated");
+    await row(p.callId, true);
+  });
+
+  it("answers a PSTN_TRUNK caller when the trunk answers, bridges their audio; a BYE on one side reaches the other", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}` });
+    await settle();
+    const fqdn = await pstnDomain();
+    const p = await phone();
+    const far = await phone(); // the far end's RTP socket
+    const uri = `sip:${FAR_NUMBER}@${fqdn}`;
+    const { branch, cseq } = p.invite(uri, { from: "sip:+61255500001@127.0.0.1" });
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    reply(carrier, out, "180 Ringing");
+    reply(
+      carrier,
+      out,
+      "200 OK",
+      [`Contact: <sip:carrier@127.0.0.1:${carrier.port}>`],
+      answerSdp(far.rtpPort),
+    );
+    await carrier.inbox.next((m) => m.method === "ACK", 15_000);
+    const ok = await p.sip.inbox.next(
+      (m) => final(branch)(m) && m.header("CSeq") === `${cseq} INVITE`,
+      15_000,
+    );
+    expect(ok.status).toBe(200);
+    expect(ok.header("Content-Type")).toBe("application/sdp");
+    p.learn(ok);
+    p.inDialog("ACK", uri, { cseq });
+    // The two legs are bridged: a tone from the caller reaches the far end's RTP socket, and back.
+    const tone = (hz: number) =>
+      Int16Array.from({ length: 4800 }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / 8000)));
+    const farMedia = Phone.mediaPort(out.body);
+    const callerMedia = Phone.mediaPort(ok.body);
+    const loud = (packets: Phone["rtp"]) =>
+      packets.filter((x) => x.payloadType === 0 && x.payload.some((b) => (b & 0x7f) < 0x60)).length;
+    await Promise.all([p.sendAudio(callerMedia, tone(440)), far.sendAudio(farMedia, tone(1000))]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(loud(far.rtp)).toBeGreaterThan(15);
+    expect(loud(p.rtp)).toBeGreaterThan(15);
+    // The caller hangs up: the trunk leg is hung up too.
+    p.inDialog("BYE", uri);
+    const bye = await carrier.inbox.next((m) => m.method === "BYE", 15_000);
+    expect(bye.header("Call-ID")).toBe(out.header("Call-ID"));
+    reply(carrier, bye, "200 OK");
+    expect((await row(p.callId, true)).state).toBe("COMPLETED");
+  });
+
+  it("reaches a TCP trunk over TCP (transport=tcp in the Request-URI); its 486 is the call's BUSY", async () => {
+    // A fake trunk listening on TCP: literal SIP framed by Content-Length, answered on the same connection.
+    const received: Received[] = [];
+    let connection: net.Socket | undefined;
+    const server = net.createServer((socket) => {
+      connection = socket;
+      let buffer = "";
+      socket.on("data", (chunk: Buffer) => {
+        buffer += chunk.toString("utf8");
+        for (;;) {
+          const end = buffer.indexOf("\r\n\r\n");
+          if (end < 0) break;
+          const length = Number(/^content-length: *(\d+)/im.exec(buffer.slice(0, end))?.[1] ?? 0);
+          if (buffer.length < end + 4 + length) break;
+          received.push(new Received(buffer.slice(0, end + 4 + length)));
+          buffer = buffer.slice(end + 4 + length);
+        }
+      });
+      socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    sockets.push({ close: () => server.close() });
+    const port = (server.address() as net.AddressInfo).port;
+    const created = await createTestClient(SipTrunks, database.db, systemClock).createSipTrunk({
+      sipTrunkId: `tcp-${Math.random().toString(36).slice(2, 8)}`,
+      sipTrunk: { address: `127.0.0.1:${port}`, transport: SipTrunk_Transport.TCP, enabled: true },
+    });
+    trunkNames.push(created.name);
+    await settle();
+    const { call } = await callOut();
+    const deadline = Date.now() + 15_000;
+    while (!received.some(isInvite)) {
+      if (Date.now() > deadline) throw new Error("no INVITE over TCP");
+      await sleep(20);
+    }
+    const invite = received.find(isInvite)!;
+    expect(
+      invite.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${port};transport=tcp;user=phone SIP/2.0`),
+    ).toBe(true);
+    expect(invite.headers("Via")[0]).toMatch(/^SIP\/2\.0\/TCP /);
+    const to = invite.header("To")!;
+    connection!.write(
+      [
+        "SIP/2.0 486 Busy Here",
+        ...invite.headers("Via").map((v) => `Via: ${v}`),
+        `From: ${invite.header("From")}`,
+        `To: ${to};tag=tcp1`,
+        `Call-ID: ${invite.header("Call-ID")}`,
+        `CSeq: ${invite.header("CSeq")}`,
+        "Content-Length: 0",
+        "",
+        "",
+      ].join("\r\n"),
+    );
+    expect((await ended(call.name)).state).toBe(Call_State.BUSY);
+  });
+});
