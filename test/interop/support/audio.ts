@@ -52,3 +52,23 @@ export function sound(samples: Int16Array, threshold = SOUND_RMS): Sound {
     firstFrame: first,
   };
 }
+
+/** A sine tone of `hz` at `amplitude`, `seconds` long. */
+export function tone(hz: number, seconds: number, amplitude = 10_000): Int16Array {
+  return Int16Array.from({ length: Math.round(seconds * 8000) }, (_, i) =>
+    Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / 8000)),
+  );
+}
+
+/** The power of `hz` in `samples` (Goertzel), normalised per sample. */
+export function powerAt(samples: Int16Array, hz: number): number {
+  const coefficient = 2 * Math.cos((2 * Math.PI * hz) / 8000);
+  let s1 = 0;
+  let s2 = 0;
+  for (const x of samples) {
+    const s0 = x + coefficient * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+  }
+  return (s1 * s1 + s2 * s2 - coefficient * s1 * s2) / samples.length;
+}
