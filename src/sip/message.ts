@@ -51,6 +51,14 @@ const SPECIAL: Record<string, string> = {
   rseq: "RSeq",
 };
 
+/**
+ * Headers whose RFC 3261 grammar (§25.1) makes the whole list optional
+ * (`Supported = "Supported" HCOLON [option-tag *(COMMA option-tag)]`):
+ * an empty value is legal and means no item (baresip 1.0 sends an empty
+ * `Supported:` in its INVITE).
+ */
+const MAY_BE_EMPTY = new Set(["allow", "supported", "accept-encoding", "accept-language"]);
+
 /** Headers whose values are comma-separated lists (RFC 3261 §7.3.1). */
 const MULTI = new Set([
   "via",
@@ -261,6 +269,7 @@ function readHeaders(lines: string[], headers: SipHeaders): void {
     if (m === null || !isToken(m[1]!)) fail("Bad header line");
     const name = m[1]!;
     const value = m[2]!.trim();
+    if (value === "" && MAY_BE_EMPTY.has(canonicalName(name).toLowerCase())) continue;
     if (
       MULTI.has(canonicalName(name).toLowerCase()) &&
       !(name.toLowerCase() === "contact" && value === "*")

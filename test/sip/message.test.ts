@@ -134,6 +134,27 @@ describe("SIP message parser", () => {
     expect(e.request?.headers.get("CSeq")).toBe("314159 INVITE");
   });
 
+  it("takes an empty list where RFC 3261's grammar makes the list optional (Supported, Allow), not elsewhere", () => {
+    // baresip 1.0 sends `Supported:` with no value in its INVITE.
+    const text = INVITE.toString();
+    const m = parseMessage(
+      Buffer.from(
+        text.replace("Max-Forwards: 70\r\n", "Max-Forwards: 70\r\nSupported:\r\nAllow: \r\nk:\r\n"),
+      ),
+    );
+    expect(m.headers.getAll("Supported")).toEqual([]);
+    expect(m.headers.getAll("Allow")).toEqual([]);
+    expect(
+      parseError(Buffer.from(text.replace("Max-Forwards: 70\r\n", "Max-Forwards: 70\r\nRequire:\r\n")))
+        .reason,
+    ).toBe("Empty value in Require");
+    expect(
+      parseError(
+        Buffer.from(text.replace("Max-Forwards: 70\r\n", "Max-Forwards: 70\r\nSupported: timer,,100rel\r\n")),
+      ).reason,
+    ).toBe("Empty value in Supported");
+  });
+
   it("refuses a message above 64 KiB with 413", () => {
     const big = Buffer.concat([INVITE, Buffer.alloc(MAX_MESSAGE_BYTES, 0x61)]);
     expect(parseError(big).status).toBe(413);

@@ -19,9 +19,10 @@ export interface SippRun {
 /**
  * Runs SIPp once with `args` (add `-m` for the number of calls; 1 when not
  * given). A run that fails has the messages SIPp sent and received at the end
- * of its output.
+ * of its output. `cwd`: where SIPp runs (and finds the files a scenario names
+ * by a relative path, such as its `play_pcap_audio` captures).
  */
-export function sipp(args: string[], timeout = "30s"): Promise<SippRun> {
+export function sipp(args: string[], timeout = "30s", cwd?: string): Promise<SippRun> {
   const calls = args.includes("-m") ? [] : ["-m", "1"];
   const dir = mkdtempSync(join(tmpdir(), "sb-sipp-"));
   const messages = join(dir, "messages.log");
@@ -39,7 +40,7 @@ export function sipp(args: string[], timeout = "30s"): Promise<SippRun> {
         "-message_file",
         messages,
       ],
-      { maxBuffer: 16 * 1024 * 1024 },
+      { maxBuffer: 16 * 1024 * 1024, ...(cwd === undefined ? {} : { cwd }) },
       (err, stdout, stderr) => {
         const code = err === null ? 0 : typeof err.code === "number" ? err.code : null;
         let log = "";
