@@ -14,8 +14,9 @@
  *   every trunk's networks → refused (no open relay).
  * - PSTN_TRUNK domain: 503 with no trunk enabled; with one, an authorized
  *   caller's INVITE to `sip:+E164@fqdn` goes out through the trunk: ringing
- *   and busy are mapped back, the caller's CANCEL reaches the trunk.
- *   (Signalling only: the media bridge of two SIP legs is another branch's.)
+ *   and busy are mapped back, the caller's CANCEL reaches the trunk; once
+ *   answered the legs are bridged (SipLeg.bridge: audio both ways) and a
+ *   BYE on either side ends both.
  */
 import { createHash } from "node:crypto";
 import net from "node:net";
@@ -533,5 +534,56 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
       ].join("\r\n"),
     );
     expect((await ended(call.name)).state).toBe(Call_State.BUSY);
+  });
+
+  it("ends a PSTN_TRUNK caller's leg with BYE when the trunk hangs up", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}` });
+    await settle();
+    const fqdn = await pstnDomain();
+    const p = await phone();
+    const far = await phone();
+    const uri = `sip:${FAR_NUMBER}@${fqdn}`;
+    const { branch, cseq } = p.invite(uri, { from: "sip:+61255500001@127.0.0.1" });
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    reply(
+      carrier,
+      out,
+      "200 OK",
+      [`Contact: <sip:carrier@127.0.0.1:${carrier.port}>`],
+      answerSdp(far.rtpPort),
+    );
+    await carrier.inbox.next((m) => m.method === "ACK", 15_000);
+    const ok = await p.sip.inbox.next(
+      (m) => final(branch)(m) && m.header("CSeq") === `${cseq} INVITE`,
+      15_000,
+    );
+    expect(ok.status).toBe(200);
+    p.learn(ok);
+    p.inDialog("ACK", uri, { cseq });
+    // The far end hangs up: a BYE from the trunk, in its dialog (our Contact, tags swapped).
+    const contact = /<([^>]+)>/.exec(out.header("Contact")!)![1]!;
+    carrier.send(
+      [
+        `BYE ${contact} SIP/2.0`,
+        `Via: SIP/2.0/UDP 127.0.0.1:${carrier.port};branch=z9hG4bKtrunkbye${Date.now()};rport`,
+        "Max-Forwards: 70",
+        `From: ${out.header("To")};tag=trunk1`,
+        `To: ${out.header("From")}`,
+        `Call-ID: ${out.header("Call-ID")}`,
+        "CSeq: 1 BYE",
+        "Content-Length: 0",
+        "",
+        "",
+      ].join("\r\n"),
+      sipPort,
+    );
+    expect(
+      (await carrier.inbox.next((m) => m.status === 200 && m.header("CSeq") === "1 BYE", 15_000)).status,
+    ).toBe(200);
+    const bye = await p.sip.inbox.next((m) => m.method === "BYE", 15_000);
+    expect(bye.header("Call-ID")).toBe(p.callId);
+    p.ok(bye);
+    expect((await row(p.callId, true)).state).toBe("COMPLETED");
   });
 });
