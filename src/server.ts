@@ -426,6 +426,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         replicaId: engine.id,
         engine,
         speech: sharedSpeech(),
+        // As for the credential cache above: no LISTEN on the embedded database (one session).
+        listenForChanges: owned?.driver !== "pglite",
       });
       return sipEdge;
     },

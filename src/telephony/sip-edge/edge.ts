@@ -67,6 +67,12 @@ export interface SipEdgeOptions {
   /** The operator token: digest nonces are signed with a key derived from it (the same on every replica). */
   operatorToken: string;
   replicaId: string;
+  /**
+   * Whether to LISTEN for other replicas' SIP user changes (default true).
+   * False on the embedded database: one process owns it, with a single
+   * session, and its changes arrive in-process.
+   */
+  listenForChanges?: boolean;
 }
 
 const refusals = new Counter({
@@ -176,7 +182,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   // A REGISTER or INVITE and its answer to the challenge read the domain once (./domain-cache.ts),
   // and users' credentials are remembered until they change (credentials-cache.ts).
   const domainRows = new DomainCache(store.sipDomains);
-  const credentials = cachedSipCredentials(options.db, users, log);
+  const credentials = cachedSipCredentials(options.db, users, log, options.listenForChanges ?? true);
   const edgeUsers = {
     credentials: (sipDomainId: string, username: string) =>
       credentials.cache.credentials(sipDomainId, username),

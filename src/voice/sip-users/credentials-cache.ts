@@ -116,16 +116,26 @@ export class SipCredentialsCache implements CredentialsLookup {
 /**
  * A cache of `db`'s SIP credentials for the edge, invalidated by this
  * process's changes and, on PostgreSQL, by every replica's (a LISTEN
- * connection of its own). `close` stops both.
+ * connection of its own; `listen` false: none, for the embedded database,
+ * which one process owns). `close` stops both.
  */
 export function cachedSipCredentials(
   db: Db,
   inner: CredentialsLookup,
   log: Logger,
+  listen = true,
 ): { cache: SipCredentialsCache; close(): Promise<void> } {
   let listener: ChannelListener | undefined;
   const cache = new SipCredentialsCache(inner, { live: () => listener?.live() ?? true });
   const unsubscribe = sipUserChangesOf(db).subscribe((id) => cache.invalidate(id));
+  if (!listen) {
+    return {
+      cache,
+      async close() {
+        unsubscribe();
+      },
+    };
+  }
   listener = listenOnChannel(
     db,
     SIP_USERS_CHANNEL,
