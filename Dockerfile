@@ -43,5 +43,6 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/readyz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node is PID 1: the server handles SIGTERM and SIGINT itself (ends calls in
-# flight, closes the database, exits 0) and starts no child processes.
-ENTRYPOINT ["node", "dist/server.js"]
+# flight, closes the database, exits 0) and starts no child processes. The
+# node flags are npm start's (package.json; docs/performance.md says why).
+ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/server.js"]

@@ -8,6 +8,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The repository root (children run from here so `src/...` and `tsx` resolve). */
@@ -37,7 +38,8 @@ export class Child {
     /** Compiled JavaScript (run by plain node, no tsx loader) and extra node flags. */
     options: { compiled?: boolean; nodeArgs?: string[] } = {},
   ) {
-    const loader = options.compiled ? [] : ["--import", "tsx"];
+    // The compiled server runs with npm start's node flags, as a user's does.
+    const loader = options.compiled ? serverNodeFlags() : ["--import", "tsx"];
     this.proc = spawn(
       process.execPath,
       [...loader, ...(options.nodeArgs ?? []), "--import", "./bench/parent-guard.mjs", script, ...args],
@@ -227,4 +229,13 @@ export function procCpuMs(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The node flags of `npm start` (package.json: `exec node <flags> dist/server.js`). */
+export function serverNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { start: string } };
+  const m = /exec node (.*?)\s*dist\/server\.js/.exec(pkg.scripts.start);
+  if (m === null)
+    throw new Error(`package.json's start script does not run dist/server.js: ${pkg.scripts.start}`);
+  return m[1]!.split(/\s+/).filter((f) => f !== "");
 }

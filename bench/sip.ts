@@ -226,9 +226,11 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
     {
       compiled: true,
       // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops.
-      nodeArgs: process.env.BENCH_CPU_PROF
-        ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-        : [],
+      nodeArgs: [
+        ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+        // BENCH_NODE_ARGS: more flags for the server's node (space-separated), e.g. a diagnostics --import.
+        ...(process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== ""),
+      ],
     },
   );
   const listening = <T>(msg: string, pick: (entry: Record<string, unknown>) => T | undefined) =>

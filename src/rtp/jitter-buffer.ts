@@ -30,6 +30,13 @@
  *   packet far off is dropped (`strays`) and the stream plays on.
  *
  * Pure: no timers, no I/O; the caller's tick drives `pop`.
+ *
+ * Custody: a frame pushed is the buffer's until it is done with it — not
+ * kept (late, duplicate, stray), dropped (overflow, re-sync), or played and
+ * then followed by the next played frame (the last one played stays, for
+ * concealment) — and then handed to `release`, so a caller can reuse its
+ * frames instead of allocating one per packet. A frame `pop` returns is
+ * valid until the next `push` or `pop`.
  */
 
 export interface JitterBufferOptions {
@@ -43,6 +50,8 @@ export interface JitterBufferOptions {
   maxMs?: number;
   /** A sequence jump beyond this many frames re-syncs (default 100). */
   resyncFrames?: number;
+  /** Frames the buffer is done with (see Custody above). */
+  release?: (samples: Int16Array) => void;
 }
 
 export interface JitterCounters {
@@ -91,6 +100,7 @@ export class JitterBuffer {
   readonly depthFrames: number;
   readonly maxFrames: number;
   private readonly resyncFrames: number;
+  private readonly release: (samples: Int16Array) => void;
   private readonly silence: Int16Array;
   private readonly frames = new Map<number, Int16Array>();
   /** Extended sequence numbers pushed, by ext % HISTORY. */
@@ -126,6 +136,13 @@ export class JitterBuffer {
     this.depthFrames = Math.max(1, Math.round(depthMs / frameMs));
     this.maxFrames = Math.max(this.depthFrames, Math.round((options.maxMs ?? 4 * depthMs) / frameMs));
     this.resyncFrames = positive("resyncFrames", options.resyncFrames ?? 100);
+    const release = options.release;
+    this.release =
+      release === undefined
+        ? () => {}
+        : (samples) => {
+            if (samples !== NO_AUDIO) release(samples);
+          };
     this.silence = new Int16Array(this.frameSamples);
   }
 
@@ -155,6 +172,7 @@ export class JitterBuffer {
       if (sequence !== this.jumpTo) {
         this.jumpTo = (sequence + 1) & 0xffff;
         this.counters.strays++;
+        this.release(samples);
         return;
       }
       this.counters.resyncs++;
@@ -169,10 +187,12 @@ export class JitterBuffer {
     if (ext < this.next!) {
       if (this.seen[ext % HISTORY] === ext) this.counters.duplicate++;
       else this.counters.late++;
+      this.release(samples);
       return;
     }
     if (this.frames.has(ext)) {
       this.counters.duplicate++;
+      this.release(samples);
       return;
     }
     if (ext < this.highest) this.counters.reordered++;
@@ -180,8 +200,12 @@ export class JitterBuffer {
     this.seen[ext % HISTORY] = ext;
     this.frames.set(ext, samples);
     while (this.frames.size > this.maxFrames) {
-      if (this.frames.delete(this.next!)) this.counters.overflow++;
-      else this.counters.lost++;
+      const dropped = this.frames.get(this.next!);
+      if (dropped !== undefined) {
+        this.frames.delete(this.next!);
+        this.release(dropped);
+        this.counters.overflow++;
+      } else this.counters.lost++;
       this.next!++;
     }
   }
@@ -214,6 +238,7 @@ export class JitterBuffer {
     if (samples !== undefined) {
       this.frames.delete(ext);
       this.counters.played++;
+      if (this.last !== undefined) this.release(this.last);
       this.last = samples;
       this.repeated = false;
       return { kind: "audio", samples, sequence };
@@ -234,6 +259,8 @@ export class JitterBuffer {
   /** Starts over with `ssrc`, `sequence` being the next to play. */
   private restart(ssrc: number, sequence: number): void {
     this.ssrc = ssrc;
+    for (const samples of this.frames.values()) this.release(samples);
+    if (this.last !== undefined) this.release(this.last);
     this.frames.clear();
     this.seen.fill(-1);
     // One cycle up, so that extended numbers of earlier packets stay positive.

@@ -41,7 +41,7 @@
 import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";
 import net from "node:net";
-import { decodeG711, type G711Encoding } from "../telephony/g711.js";
+import { decodeG711Into, type G711Encoding } from "../telephony/g711.js";
 import { DtmfDetector } from "./dtmf-detector.js";
 import { dtmfTone } from "./dtmf-tone.js";
 import { encodeInto, g711EncodeTable } from "./g711-tables.js";
@@ -68,6 +68,8 @@ export const CODEC_PAYLOAD_TYPES: Record<RtpCodec, number> = { PCMU: 0, PCMA: 8 
 const ENCODINGS: Record<RtpCodec, G711Encoding> = { PCMU: "mulaw", PCMA: "alaw" };
 const FRAME_SAMPLES = 160;
 const FRAME_MS = 20;
+/** Decoded 20 ms frames a session keeps for reuse (its jitter buffer holds at most 12). */
+const FRAME_POOL = 16;
 /** Send buffers to start with (the ring grows when a late wake-up sends more frames at once). */
 const SEND_RING = 4;
 
@@ -111,7 +113,7 @@ export interface RtpMedia {
 }
 
 export interface RtpSessionEvents {
-  /** Every 20 ms: the played-out frame (160 samples) and what it is. */
+  /** Every 20 ms: the played-out frame (160 samples) and what it is; the samples are reused after the call returns (copy to keep them). */
   audio?(samples: Int16Array, frame: { kind: PlayedFrame["kind"]; sequence?: number | undefined }): void;
   /** A key pressed by the remote, reported once. */
   dtmf?(
@@ -231,6 +233,8 @@ export class RtpSession {
   /** The press being sent. */
   private event: { packets: EventPacket[]; at: number; timestamp: number } | undefined;
   // Receiving state.
+  /** Decoded frames the jitter buffer gave back, to decode into again. */
+  private readonly frames: Int16Array[] = [];
   private lastRtpMs: number;
   private timedOut = false;
   private readonly timeoutMs: number;
@@ -251,7 +255,13 @@ export class RtpSession {
     this.sequence = random.readUInt16BE(4);
     this.timestamp = random.readUInt32BE(6);
     this.stats_ = new RtpStats(this.ssrc);
-    this.jitter = new JitterBuffer({ depthMs: options.jitterMs ?? 60 });
+    this.jitter = new JitterBuffer({
+      depthMs: options.jitterMs ?? 60,
+      // Frames come back to be decoded into again: no allocation per packet.
+      release: (samples) => {
+        if (samples.length === FRAME_SAMPLES && this.frames.length < FRAME_POOL) this.frames.push(samples);
+      },
+    });
     this.events = options.events ?? {};
     this.timeoutMs = (options.timeoutSeconds ?? 30) * 1000;
     this.rtcpEveryTicks = Math.max(1, Math.round(((options.rtcpIntervalSeconds ?? 5) * 1000) / FRAME_MS));
@@ -576,7 +586,10 @@ export class RtpSession {
       this.timedOut = false;
       this.stats_.receivedPacket(packet.ssrc, packet.sequence, packet.timestamp, packet.payload.length, now);
       if (audio) {
-        this.jitter.push(packet.ssrc, packet.sequence, decodeG711(this.encoding, packet.payload));
+        const n = packet.payload.length;
+        const frame = (n === FRAME_SAMPLES ? this.frames.pop() : undefined) ?? new Int16Array(n);
+        decodeG711Into(this.encoding, packet.payload, frame);
+        this.jitter.push(packet.ssrc, packet.sequence, frame);
       } else {
         this.jitter.pushEmpty(packet.ssrc, packet.sequence);
         for (const press of this.decoder.push(packet.ssrc, packet.timestamp, packet.payload, now)) {

@@ -73,8 +73,12 @@ export type G711Encoding = "mulaw" | "alaw";
 
 /** Bytes of `encoding` to PCM 16-bit. */
 export function decodeG711(encoding: G711Encoding, bytes: Uint8Array): Int16Array {
+  return decodeG711Into(encoding, bytes, new Int16Array(bytes.length));
+}
+
+/** Bytes of `encoding` to PCM 16-bit in `out` (at least as long); returns `out`. */
+export function decodeG711Into(encoding: G711Encoding, bytes: Uint8Array, out: Int16Array): Int16Array {
   const table = encoding === "mulaw" ? MULAW_TABLE : ALAW_TABLE;
-  const out = new Int16Array(bytes.length);
   for (let i = 0; i < bytes.length; i++) out[i] = table[bytes[i]!]!;
   return out;
 }

@@ -147,3 +147,54 @@ describe("JitterBuffer", () => {
     expect(() => new JitterBuffer({ depthMs: 0 })).toThrow(/depthMs/);
   });
 });
+
+describe("JitterBuffer custody (frames handed back to `release`)", () => {
+  it("hands back every frame exactly once, and never one it still holds or may conceal with", () => {
+    const released: Int16Array[] = [];
+    const jb = new JitterBuffer({ release: (f) => released.push(f) });
+    const pushed: Int16Array[] = [];
+    const push = (ssrc: number, seq: number) => {
+      const f = frame(seq);
+      pushed.push(f);
+      jb.push(ssrc, seq, f);
+      return f;
+    };
+    // Playing frames: each is handed back once the next one is played (the last stays for concealment).
+    for (const s of [1, 2, 3]) push(7, s);
+    expect(popN(jb, 3)).toEqual([1, 2, 3]);
+    expect(released.map((f) => f[0])).toEqual([1, 2]);
+    // A duplicate of a played frame, a late one and a duplicate of a buffered one: not kept, handed back at once.
+    const dupPlayed = push(7, 2);
+    push(7, 5);
+    const dupBuffered = push(7, 5);
+    expect(released.at(-2)).toBe(dupPlayed);
+    expect(released.at(-1)).toBe(dupBuffered);
+    // Frame 4 is lost: 3 (still held) conceals it, and is not handed back yet.
+    expect(value(jb.pop())).toBe(3);
+    expect(released.filter((f) => f[0] === 3)).toHaveLength(0);
+    expect(value(jb.pop())).toBe(5);
+    expect(released.filter((f) => f[0] === 3)).toHaveLength(1);
+    // A stray far off: handed back.
+    const stray = push(7, 5000);
+    expect(released.at(-1)).toBe(stray);
+    // Overflow drops the oldest buffered frames: handed back.
+    for (let s = 6; s < 6 + jb.maxFrames + 2; s++) push(7, s);
+    expect(jb.counters.overflow).toBe(2);
+    // A new SSRC: everything buffered, and the last played, handed back.
+    push(8, 100);
+    const held = new Set([...pushed].filter((f) => !released.includes(f)));
+    expect(held.size).toBe(1); // only the new stream's first frame
+    expect([...held][0]![0]).toBe(100);
+    // No frame was handed back twice.
+    expect(new Set(released).size).toBe(released.length);
+  });
+
+  it("does not hand back the shared empty frame of a telephone-event packet", () => {
+    const released: Int16Array[] = [];
+    const jb = new JitterBuffer({ release: (f) => released.push(f) });
+    jb.pushEmpty(1, 1);
+    jb.pushEmpty(1, 1);
+    jb.push(2, 1, frame(1));
+    expect(released).toHaveLength(0);
+  });
+});

@@ -147,7 +147,8 @@ async function setup(options: Partial<RtpSessionOptions> = {}): Promise<Setup> {
     remote: { address: "127.0.0.1", port: peer.port, rtcpPort: rtcpPeer.port },
     pacer,
     events: {
-      audio: (samples, frame) => s.audio.push({ samples, kind: frame.kind, sequence: frame.sequence }),
+      audio: (samples, frame) =>
+        s.audio.push({ samples: samples.slice(), kind: frame.kind, sequence: frame.sequence }),
       dtmf: (digit, info) => s.dtmf.push({ digit, ...info }),
       timeout: () => s.timeouts++,
       drained: () => s.drained++,

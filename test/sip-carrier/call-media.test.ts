@@ -10,7 +10,7 @@ import dgram from "node:dgram";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeG711 } from "../../src/telephony/g711.js";
-import { CallMedia } from "../../src/telephony/sip-carrier/call-media.js";
+import { CallMedia, Track } from "../../src/telephony/sip-carrier/call-media.js";
 
 function noise(samples: number, seed: number): Int16Array {
   let x = seed;
@@ -160,4 +160,55 @@ describe("CallMedia", () => {
     expect(loud(0, 8000)).toBe(false);
     expect(loud(media.position() - 2 * 8000 - 8000, media.position())).toBe(true);
   }, 20_000);
+});
+
+describe("Track.append (the remote party's frames, coalesced into pooled segments)", () => {
+  const frame = (seed: number) => noise(160, seed);
+
+  it("renders what was appended, with gaps silent, the same as frames put one by one", () => {
+    const appended = new Track();
+    const put = new Track();
+    let at = 0;
+    for (let i = 0; i < 120; i++) {
+      // A gap of two frames now and then (silence is not appended), and a frame of another length.
+      if (i % 37 === 36) at += 320;
+      const f = i === 50 ? noise(240, i) : frame(i);
+      appended.append(at, f);
+      put.put(at, f.slice());
+      at += f.length;
+    }
+    expect(appended.end).toBe(put.end);
+    expect(Array.from(appended.render(0, appended.end + 100))).toEqual(
+      Array.from(put.render(0, put.end + 100)),
+    );
+    // The frames were copied: changing one afterwards changes nothing.
+    const f = frame(999);
+    appended.append(at, f);
+    f.fill(0);
+    expect(appended.render(at, at + 160)).toEqual(frame(999));
+  });
+
+  it("reuses pruned segments without disturbing the audio still kept", () => {
+    const a = new Track();
+    const b = new Track();
+    const expected = new Map<number, Int16Array>();
+    // Two tracks fed in turn, each pruned behind 1 s: segments move from one to the other through the pool.
+    for (let i = 0; i < 400; i++) {
+      const fa = frame(i);
+      const fb = frame(10_000 + i);
+      a.append(i * 160, fa);
+      b.append(i * 160, fb);
+      expected.set(i, fa);
+      if (i % 50 === 49) {
+        a.prune((i - 50) * 160);
+        b.prune((i - 50) * 160);
+      }
+    }
+    for (let i = 350; i < 400; i++) {
+      expect(a.render(i * 160, (i + 1) * 160)).toEqual(expected.get(i));
+      expect(b.render(i * 160, (i + 1) * 160)).toEqual(frame(10_000 + i));
+    }
+    // Pruned audio renders as silence.
+    expect(a.loud(0, 100 * 160, 0)).toBe(false);
+  });
 });

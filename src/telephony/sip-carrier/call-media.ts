@@ -68,11 +68,52 @@ export interface CallMediaOptions {
   pacer?: Pacer;
 }
 
+/** Samples of a segment that `Track.append` fills (1 s): 400 calls' audio is 800 of them, not 40,000 frames. */
+const SEGMENT_SAMPLES = 8000;
+/** Segments of pruned audio, reused (at most 4 MB of them kept). */
+const segmentPool: Int16Array[] = [];
+const SEGMENT_POOL_MAX = 256;
+
+/** A chunk of a track; `segment` when its samples are a view of a pooled buffer that `append` fills. */
+interface StoredChunk {
+  at: number;
+  samples: Int16Array;
+  segment?: Int16Array;
+}
+
 /** Audio placed on a timeline of samples. */
 export class Track {
-  private readonly chunks: Array<{ at: number; samples: Int16Array }> = [];
+  private readonly chunks: StoredChunk[] = [];
   /** Where the last sample written ends. */
   end = 0;
+
+  /**
+   * Adds `samples` (copied) at `at`, coalesced with the audio just before it
+   * into a pooled 1 s segment: a track fed frame by frame (the remote party's
+   * 20 ms frames) holds a few buffers, not an object per frame that lives as
+   * long as the track keeps it (which the garbage collector pays for at every
+   * collection, and the pacer with it).
+   */
+  append(at: number, samples: Int16Array): void {
+    if (at < 0 || samples.length === 0) return;
+    const last = this.chunks.at(-1);
+    const used = last?.samples.length ?? 0;
+    if (
+      last?.segment !== undefined &&
+      at === last.at + used &&
+      used + samples.length <= last.segment.length
+    ) {
+      last.segment.set(samples, used);
+      last.samples = last.segment.subarray(0, used + samples.length);
+    } else if (samples.length > SEGMENT_SAMPLES) {
+      this.chunks.push({ at, samples: samples.slice() });
+    } else {
+      const segment = segmentPool.pop() ?? new Int16Array(SEGMENT_SAMPLES);
+      segment.set(samples, 0);
+      this.chunks.push({ at, samples: segment.subarray(0, samples.length), segment });
+    }
+    this.end = Math.max(this.end, at + samples.length);
+  }
 
   /** Places `samples` at `at`; the chunk returned may be moved or cut later (then call `changed`). */
   put(at: number, samples: Int16Array): TrackChunk {
@@ -111,7 +152,11 @@ export class Track {
   /** Forgets the chunks that end at or before `before` (audio nobody will render again). */
   prune(before: number): void {
     if (this.chunks.length === 0 || this.chunks.every((c) => c.at + c.samples.length > before)) return;
-    const kept = this.chunks.filter((c) => c.at + c.samples.length > before);
+    const kept: StoredChunk[] = [];
+    for (const c of this.chunks) {
+      if (c.at + c.samples.length > before) kept.push(c);
+      else if (c.segment !== undefined && segmentPool.length < SEGMENT_POOL_MAX) segmentPool.push(c.segment);
+    }
     this.chunks.length = 0;
     this.chunks.push(...kept);
   }
@@ -251,9 +296,11 @@ export class CallMedia {
   private tick(samples: Int16Array, kind: "audio" | "concealed" | "silence"): void {
     // Silence is what the track renders where nothing was put: not kept.
     if (kind !== "silence") {
-      const copy = samples.slice();
-      this.remoteTrack.put(this.position(), copy);
-      for (const l of this.audioListeners) l(copy);
+      this.remoteTrack.append(this.position(), samples);
+      if (this.audioListeners.size > 0) {
+        const copy = samples.slice();
+        for (const l of this.audioListeners) l(copy);
+      }
     }
     this.ticks++;
     if (this.ticks % TIMEOUT_CHECK_TICKS === 0) {
