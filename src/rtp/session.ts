@@ -760,9 +760,25 @@ async function bindPair(
   throw new RtpBindError(`no free RTP port pair in ${min}-${max} on ${address}`);
 }
 
+/**
+ * RTP goes to IP addresses only (checkRemote; a packet's source): answered
+ * at once, so a packet leaves within the pacer's tick instead of after a
+ * trip through dns.lookup's nextTick (a closure and a queued callback per
+ * packet).
+ */
+const literalLookup = ((
+  hostname: string,
+  _options: unknown,
+  callback: (err: NodeJS.ErrnoException | null, address: string, family: number) => void,
+) => {
+  const family = net.isIP(hostname);
+  if (family !== 0) callback(null, hostname, family);
+  else callback(Object.assign(new Error(`not an IP address: ${hostname}`), { code: "EINVAL" }), "", 0);
+}) as unknown as NonNullable<dgram.SocketOptions["lookup"]>;
+
 function bind(type: "udp4" | "udp6", address: string, port: number): Promise<dgram.Socket | undefined> {
   return new Promise((resolve) => {
-    const socket = dgram.createSocket({ type, reuseAddr: false });
+    const socket = dgram.createSocket({ type, reuseAddr: false, lookup: literalLookup });
     const onError = () => {
       socket.close();
       resolve(undefined);
