@@ -160,6 +160,17 @@ export class Pacer {
     }
   }
 
+  /**
+   * Hands out a boundary that is due now. The receive path calls it for
+   * every packet: a timer runs only between the event loop's phases, so a
+   * boundary due while the loop works through a batch of datagrams (400
+   * calls' packets arrive together) would wait for the whole batch; polled,
+   * it waits for one. The timer still wakes for the boundaries nobody polls.
+   */
+  poll(): void {
+    this.clock?.catchUp(this.timers.nowMs());
+  }
+
   /** Whether the clock's timer runs. */
   get running(): boolean {
     return this.clock !== undefined;

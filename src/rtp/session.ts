@@ -554,6 +554,8 @@ export class RtpSession {
   // --- Receiving ---
 
   private onRtp(msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    // A boundary due while the loop reads a batch of packets goes out now, not after the batch.
+    this.options.pacer.poll();
     try {
       const packet = parseRtp(msg);
       if (packet instanceof RtpParseError) {

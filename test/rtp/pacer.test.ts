@@ -119,6 +119,39 @@ describe("Pacer", () => {
     expect(pacer.stats()).toMatchObject({ sent: 5, errors: 5 });
   });
 
+  it("hands out a due boundary when polled, before its late timer wakes, and not twice", async () => {
+    const scheduler = new ManualScheduler();
+    // Every wait comes 15 ms late: a loop busy with I/O.
+    const pacer = new Pacer(timersOn(scheduler, () => 15));
+    const start = scheduler.now().getTime();
+    const polled = recorder(() => scheduler.now().getTime());
+    pacer.add(polled.stream);
+    for (let i = 0; i < 10; i++) {
+      await scheduler.advance(0.02);
+      pacer.poll(); // a packet arrives just as each boundary falls
+      pacer.poll();
+    }
+    expect(polled.sent.map((x) => x.atMs - start)).toEqual(
+      Array.from({ length: 10 }, (_, i) => (i + 1) * 20),
+    );
+    expect(polled.sent.map((x) => x.frame)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    pacer.stop();
+
+    // The same timers unpolled: every frame 15 ms late or more.
+    const late = new Pacer(timersOn(scheduler, () => 15));
+    const from = scheduler.now().getTime();
+    const unpolled = recorder(() => scheduler.now().getTime());
+    late.add(unpolled.stream);
+    await scheduler.advance(0.2);
+    expect(Math.min(...unpolled.sent.map((x, i) => x.atMs - from - (i + 1) * 20))).toBeGreaterThanOrEqual(15);
+    // Polling a stopped or idle pacer does nothing.
+    late.stop();
+    const before = unpolled.sent.length;
+    await scheduler.advance(0.1);
+    late.poll();
+    expect(unpolled.sent.length).toBe(before);
+  });
+
   it("paces on real timers too (one timer, frames keep coming)", async () => {
     const pacer = new Pacer(realTimers());
     let frames = 0;
