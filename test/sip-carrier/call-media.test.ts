@@ -3,7 +3,7 @@
  * raw UDP peer: audio of two owners queued, one owner's cleared while the
  * other's plays on — whole, right after what of the cleared audio had
  * already gone out — and `queued` per owner; the call's RTP figures logged
- * once at its end; the tracks keep the last 2 s, and older audio only while
+ * once at its end; the tracks keep the last 0.5 s, and older audio only while
  * something holds it.
  */
 import dgram from "node:dgram";
@@ -123,7 +123,7 @@ describe("CallMedia", () => {
     expect(figures[0].rtp.jitterMs).toBeGreaterThanOrEqual(0);
   });
 
-  it("keeps the peer's audio from a hold on while it is held, and only the last 2 s after", async () => {
+  it("keeps the peer's audio from a hold on while it is held, and only the last 0.5 s after", async () => {
     const p = await peer();
     const media = await CallMedia.open({ address: "127.0.0.1", portMin: 0, portMax: 0, timeoutSeconds: 0 });
     closers.push(() => media.close());
@@ -136,10 +136,17 @@ describe("CallMedia", () => {
     });
     media.start();
     const hold = media.hold(0);
-    // The peer talks for 4.5 s (a loud noise), 20 ms a packet.
+    const loud = (from: number, to: number) => media.remoteTrack.loud(from, to, 1000);
+    // The peer talks for 4.5 s (a loud noise), 20 ms a packet; the hold is released 3 s in.
     const audio = encodeG711("mulaw", noise(36_000, 3));
     const start = Date.now();
+    let heldFirstSecond: boolean | undefined;
     for (let k = 0; k * 160 < audio.length; k++) {
+      if (k === 150) {
+        // Held from 0: the first second is still there, 3 s in, far past the 0.5 s of history.
+        heldFirstSecond = loud(0, 8000);
+        hold.release();
+      }
       const header = Buffer.alloc(12);
       header[0] = 0x80;
       header[1] = k === 0 ? 0x80 : 0;
@@ -149,16 +156,12 @@ describe("CallMedia", () => {
       p.socket.send(Buffer.concat([header, audio.subarray(k * 160, k * 160 + 160)]), media.port, "127.0.0.1");
       await new Promise((r) => setTimeout(r, Math.max(0, start + (k + 1) * 20 - Date.now())));
     }
-    await new Promise((r) => setTimeout(r, 1100));
-    const loud = (from: number, to: number) => media.remoteTrack.loud(from, to, 1000);
-    // Held from 0: the first second is still there, past the 2 s of history.
+    await new Promise((r) => setTimeout(r, 100));
     expect(media.position()).toBeGreaterThan(4 * 8000);
-    expect(loud(0, 8000)).toBe(true);
-    hold.release();
-    await new Promise((r) => setTimeout(r, 1100));
-    // Released: the next prune (once a second) forgot everything but the last 2 s.
-    expect(loud(0, 8000)).toBe(false);
-    expect(loud(media.position() - 2 * 8000 - 8000, media.position())).toBe(true);
+    expect(heldFirstSecond).toBe(true);
+    // Released 1.5 s ago: the prunes (every 0.2 s) forgot all but the last 0.5 s; the peer's latest audio is there.
+    expect(loud(0, media.position() - 8000)).toBe(false);
+    expect(loud(media.position() - 4000, media.position())).toBe(true);
   }, 20_000);
 });
 

@@ -17,7 +17,7 @@
  *   so a peer's own RTP timeout never fires), which the track leaves empty.
  * - Owners: `send(samples, owner)` and `clear(owner)` (a media fork clears
  *   its own audio, not a `<Say>` under way).
- * - Memory: the tracks keep the last 2 s, and older audio only while a
+ * - Memory: the tracks keep the last 0.5 s (pruned every 0.2 s), and older audio only while a
  *   consumer (a call recording, a Record, a fork) `hold`s it, so a long call
  *   that nobody records costs no more than a short one.
  * - RTP timeout: checked once a second on the playout ticks — no packet
@@ -35,10 +35,16 @@ import { recordCallRtp } from "./rtp-metrics.js";
 
 export const SAMPLE_RATE = 8000;
 export const FRAME_SAMPLES = 160;
-/** How often (ticks of 20 ms) the RTP timeout is checked and the tracks pruned: every second. */
+/** How often (ticks of 20 ms) the RTP timeout is checked: every second. */
 const TIMEOUT_CHECK_TICKS = 50;
-/** Audio the tracks keep behind the present when nothing holds older audio: 2 s. */
-const HISTORY_SAMPLES = 2 * 8000;
+/** How often (ticks) the tracks are pruned: every 0.2 s. */
+const PRUNE_TICKS = 10;
+/**
+ * Audio the tracks keep behind the present when nothing holds older audio:
+ * 0.5 s. Every consumer holds from the present on (a capture, a Record, a
+ * fork), so this is a margin, not something read.
+ */
+const HISTORY_SAMPLES = 4000;
 
 /** A consumer's claim on the tracks' audio from `at` on (CallMedia.hold). */
 export interface TrackHold {
@@ -68,9 +74,9 @@ export interface CallMediaOptions {
   pacer?: Pacer;
 }
 
-/** Samples of a segment that `Track.append` fills (1 s): 400 calls' audio is 800 of them, not 40,000 frames. */
-const SEGMENT_SAMPLES = 8000;
-/** Segments of pruned audio, reused (at most 4 MB of them kept). */
+/** Samples of a segment that `Track.append` fills (0.5 s): a call's kept audio is two or three of them, not 100 frames. */
+const SEGMENT_SAMPLES = 4000;
+/** Segments of pruned audio, reused (at most 2 MB of them kept). */
 const segmentPool: Int16Array[] = [];
 const SEGMENT_POOL_MAX = 256;
 
@@ -89,7 +95,7 @@ export class Track {
 
   /**
    * Adds `samples` (copied) at `at`, coalesced with the audio just before it
-   * into a pooled 1 s segment: a track fed frame by frame (the remote party's
+   * into a pooled 0.5 s segment: a track fed frame by frame (the remote party's
    * 20 ms frames) holds a few buffers, not an object per frame that lives as
    * long as the track keeps it (which the garbage collector pays for at every
    * collection, and the pacer with it).
@@ -303,15 +309,13 @@ export class CallMedia {
       }
     }
     this.ticks++;
-    if (this.ticks % TIMEOUT_CHECK_TICKS === 0) {
-      if (this.timeoutTicks > 0) this.checkTimeout();
-      this.prune();
-    }
+    if (this.ticks % PRUNE_TICKS === 0) this.prune();
+    if (this.ticks % TIMEOUT_CHECK_TICKS === 0 && this.timeoutTicks > 0) this.checkTimeout();
   }
 
   /**
    * Keeps the tracks' audio from `at` on until released: without a hold the
-   * tracks keep only the last 2 s, so a call nobody records holds no more
+   * tracks keep only the last 0.5 s, so a call nobody records holds no more
    * than that, however long it lasts.
    */
   hold(at: number): TrackHold {
