@@ -137,7 +137,7 @@ export class Phone {
   /** Sends an INVITE to `uri`; returns its branch and CSeq. */
   invite(
     uri: string,
-    options: { body?: string; authorization?: string; from?: string } = {},
+    options: { body?: string; authorization?: string; from?: string; headers?: string[] } = {},
   ): { branch: string; cseq: number } {
     const cseq = ++this.cseq;
     const lines = [
@@ -151,6 +151,7 @@ export class Phone {
       "User-Agent: SipCarrier Test Phone",
     ];
     if (options.authorization) lines.push(`Authorization: ${options.authorization}`);
+    lines.push(...(options.headers ?? []));
     const branch = this.send(lines, options.body ?? this.offer());
     return { branch, cseq };
   }
