@@ -9,11 +9,14 @@
  *   never answers; 486 from the far end is the call's answer (BUSY), the next
  *   trunk never tried. A TCP trunk is reached over TCP (`transport=tcp`).
  * - In: an INVITE from a trunk's inbound network to a held number (with or
- *   without `+`) rings the number's VoiceML handler (a real HTTP receiver)
- *   and is answered with RTP; a number nobody holds → 404; a source outside
- *   every trunk's networks → refused (no open relay).
+ *   without `+`, a `tel:` Request-URI, or the number in To when the
+ *   Request-URI's is not held) rings the number's VoiceML handler (a real
+ *   HTTP receiver) and is answered with RTP; a number nobody holds, no
+ *   number, a local tel: number → 404; a source outside every trunk's
+ *   networks → refused (no open relay).
  * - PSTN_TRUNK domain: 503 with no trunk enabled; with one, an authorized
- *   caller's INVITE to `sip:+E164@fqdn` goes out through the trunk: ringing
+ *   caller's INVITE to `sip:+E164@fqdn` (or `tel:+E164` with its From at the
+ *   fqdn; a tel: naming no domain is refused) goes out through the trunk: ringing
  *   and busy are mapped back, the caller's CANCEL reaches the trunk; once
  *   answered the legs are bridged (SipLeg.bridge: audio both ways) and a
  *   BYE on either side ends both.
@@ -311,8 +314,18 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   const final = (branch: string) => (m: Received) => m.text.includes(branch) && (m.status ?? 0) >= 200;
 
   it.each([
-    ["with +", (n: string) => n],
-    ["as digits without +", (n: string) => n.slice(1)],
+    ["with +", (n: string) => ({ uri: `sip:${n}@127.0.0.1:${sipPort}` })],
+    ["as digits without +", (n: string) => ({ uri: `sip:${n.slice(1)}@127.0.0.1:${sipPort}` })],
+    ["as a tel: URI", (n: string) => ({ uri: `tel:${n.slice(0, 3)}-${n.slice(3)}` })],
+    // Carriers that put the number in To and a fixed value (or another number) in the Request-URI.
+    [
+      "in To, the Request-URI not a number",
+      (n: string) => ({ uri: `sip:trunkgroup7@127.0.0.1:${sipPort}`, to: `sip:${n}@127.0.0.1` }),
+    ],
+    [
+      "in To, the Request-URI's number held by nobody",
+      (n: string) => ({ uri: `sip:+61255599997@127.0.0.1:${sipPort}`, to: `tel:${n}` }),
+    ],
   ])(
     "takes an INVITE from a trunk network to a held number (%s): its handler answers, RTP flows",
     async (_, spell) => {
@@ -321,8 +334,11 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
       const { number, project } = await owner(true);
       const before = handler.requests.length;
       const p = await phone();
-      const uri = `sip:${spell(number)}@127.0.0.1:${sipPort}`;
-      const { branch, cseq } = p.invite(uri, { from: `sip:${FAR_NUMBER}@192.0.2.10` });
+      const { uri, to } = spell(number) as { uri: string; to?: string };
+      const { branch, cseq } = p.invite(uri, {
+        from: `sip:${FAR_NUMBER}@192.0.2.10`,
+        ...(to === undefined ? {} : { to }),
+      });
       const ok = await p.sip.inbox.next(final(branch), 15_000);
       expect(ok.status).toBe(200);
       p.learn(ok);
@@ -350,6 +366,35 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     const answer = await p.sip.inbox.next(final(branch), 15_000);
     expect(answer.status).toBe(404);
     expect(answer.reason).toContain("NUMBER_NOT_IN_SERVICE");
+  });
+
+  it.each([
+    [
+      "a number nobody holds, in both",
+      "sip:+61255599999@127.0.0.1",
+      "sip:+61255599998@127.0.0.1",
+      "NUMBER_NOT_IN_SERVICE",
+    ],
+    ["no number at all", "sip:trunkgroup7@127.0.0.1", "sip:trunkgroup7@127.0.0.1", "Not A Number"],
+    [
+      "a local tel: number",
+      "tel:0491570156;phone-context=+61",
+      "tel:0491570156;phone-context=+61",
+      "Not A Global Number",
+    ],
+  ])("answers a trunk's INVITE to %s with 404", async (_, uri, to, reason) => {
+    await trunk({ address: "192.0.2.10", inboundNetworks: ["127.0.0.1/32"] });
+    await settle();
+    const p = await phone();
+    const { branch } = p.invite(uri.startsWith("sip:") ? `${uri}:${sipPort}` : uri, {
+      from: `sip:${FAR_NUMBER}@192.0.2.10`,
+      to,
+    });
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBe(404);
+    expect(answer.reason).toContain(reason);
+    const [r] = await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId));
+    expect(r).toBeUndefined();
   });
 
   it("refuses an INVITE to a held number from outside every trunk's networks (no open relay)", async () => {
@@ -407,6 +452,41 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     const answer = await p.sip.inbox.next(final(branch), 15_000);
     expect(answer.status).toBe(486);
     expect((await row(p.callId, true)).state).toBe("BUSY");
+  });
+
+  it("sends a tel: INVITE from a PSTN_TRUNK domain's endpoint (its From naming the domain) out through the trunk", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}` });
+    await settle();
+    const fqdn = await pstnDomain();
+    const p = await phone();
+    const { branch } = p.invite(`tel:${FAR_NUMBER}`, { from: `sip:+61255500001@${fqdn}` });
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    expect(out.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone SIP/2.0`)).toBe(
+      true,
+    );
+    expect(out.header("From")).toMatch(/^<sip:\+61255500001@/);
+    reply(carrier, out, "486 Busy Here");
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBe(486);
+    const r = await row(p.callId, true);
+    expect(r.state).toBe("BUSY");
+    expect(r.to).toBe(`sip:${FAR_NUMBER}@${fqdn}`);
+  });
+
+  it("refuses a tel: INVITE naming no domain from outside every trunk's networks: nothing goes out (no open relay)", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}`, inboundNetworks: ["192.0.2.0/24"] });
+    await settle();
+    await pstnDomain(); // a PSTN_TRUNK domain for 127.0.0.1 exists, but the INVITE does not name it
+    const p = await phone();
+    const { branch } = p.invite(`tel:${FAR_NUMBER}`, { from: "sip:+61255500001@127.0.0.1" });
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBeGreaterThanOrEqual(400);
+    expect(answer.status).toBeLessThan(500);
+    expect((await carrier.inbox.quiet(500)).filter(isInvite)).toEqual([]);
+    const [r] = await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId));
+    expect(r).toBeUndefined();
   });
 
   it("passes a PSTN_TRUNK caller's CANCEL on to the trunk", async () => {

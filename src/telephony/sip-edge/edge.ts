@@ -229,12 +229,14 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       ...(options.speech === undefined ? {} : { speech: options.speech }),
       ...(capture === undefined ? {} : { attach: (callId, sipCallId) => capture.attach(callId, sipCallId) }),
     });
+    const numbers = numberingDomains(options.db, options.clock, config).instances;
     endpoint.onInvite(
       inviteHandler({
         carrier,
+        numbers,
         incoming: new IncomingCalls({
           db: options.db,
-          numbers: numberingDomains(options.db, options.clock, config).instances,
+          numbers,
           clock: options.clock,
           engine,
           sipDomains,
