@@ -14,6 +14,9 @@
  *   HTTP receiver) and is answered with RTP; a number nobody holds, no
  *   number, a local tel: number → 404; a source outside every trunk's
  *   networks → refused (no open relay).
+ * - <Call> to a number from a SIP caller's markup: out through the trunk
+ *   (its 401 answered), the caller's number as caller ID, the legs bridged
+ *   (audio both ways), the caller's BYE ending both.
  * - PSTN_TRUNK domain: 503 with no trunk enabled; with one, an authorized
  *   caller's INVITE to `sip:+E164@fqdn` (or `tel:+E164` with its From at the
  *   fqdn; a tel: naming no domain is refused) goes out through the trunk: ringing
@@ -84,7 +87,15 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     handler = await startReceiver();
     handler.handle((req, res) => {
       res.setHeader("content-type", "application/xml");
-      res.end(xml(req.path.startsWith("/in") ? "<Say>Hello from the number</Say>" : "<Say>Hello Bob</Say>"));
+      res.end(
+        xml(
+          req.path.startsWith("/in")
+            ? "<Say>Hello from the number</Say>"
+            : req.path.startsWith("/call")
+              ? `<Call><Endpoint>${FAR_NUMBER}</Endpoint></Call>`
+              : "<Say>Hello Bob</Say>",
+        ),
+      );
     });
   });
 
@@ -557,6 +568,99 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     expect(bye.header("Call-ID")).toBe(out.header("Call-ID"));
     reply(carrier, bye, "200 OK");
     expect((await row(p.callId, true)).state).toBe("COMPLETED");
+  });
+
+  it("<Call>s a number through the trunk (answering its 401) and bridges it with the SIP caller, who is the caller ID", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}`, username: "acct-7", password: "s3cret" });
+    await settle();
+    const project = await newProject(database.db);
+    const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
+      parent: project,
+      sipDomainId: newSipDomainId("pc"),
+      sipDomain: {
+        callTerminationMode: Mode.PROGRAMMABLE,
+        callTerminationHandlerUris: [`${handler.base}/call`],
+        cidrBlocks: [{ cidrBlock: "127.0.0.1/32" }],
+      },
+    });
+    const p = await phone();
+    const far = await phone(); // the far end's RTP socket
+    const uri = `sip:1001@${d.fqdn}`;
+    const { branch, cseq } = p.invite(uri, { from: "sip:+61255500002@127.0.0.1" });
+    const first = await carrier.inbox.next(isInvite, 15_000);
+    const requestUri = `sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone`;
+    expect(first.text.startsWith(`INVITE ${requestUri} SIP/2.0\r\n`)).toBe(true);
+    // The SIP caller's number is the child leg's caller ID.
+    expect(first.header("From")).toMatch(/^<sip:\+61255500002@/);
+    reply(carrier, first, "401 Unauthorized", [
+      'WWW-Authenticate: Digest realm="carrier.example", nonce="n0nce-call", qop="auth", algorithm=MD5',
+    ]);
+    await carrier.inbox.next((m) => m.method === "ACK");
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    const auth = out.header("Authorization")!;
+    const param = (k: string) => new RegExp(`${k}="?([^",]+)"?`).exec(auth)?.[1];
+    expect(param("username")).toBe("acct-7");
+    const ha1 = md5("acct-7:carrier.example:s3cret");
+    const ha2 = md5(`INVITE:${requestUri}`);
+    expect(param("response")).toBe(md5(`${ha1}:n0nce-call:${param("nc")}:${param("cnonce")}:auth:${ha2}`));
+    reply(carrier, out, "180 Ringing");
+    reply(
+      carrier,
+      out,
+      "200 OK",
+      [`Contact: <sip:carrier@127.0.0.1:${carrier.port}>`],
+      answerSdp(far.rtpPort),
+    );
+    await carrier.inbox.next((m) => m.method === "ACK" && m.header("CSeq") === "2 ACK", 15_000);
+    // The caller is answered once the trunk leg is.
+    const ok = await p.sip.inbox.next(
+      (m) => final(branch)(m) && m.header("CSeq") === `${cseq} INVITE`,
+      15_000,
+    );
+    expect(ok.status).toBe(200);
+    p.learn(ok);
+    p.inDialog("ACK", uri, { cseq });
+    const parent = await row(p.callId);
+    const deadline = Date.now() + 10_000;
+    let child: CallRow | undefined;
+    while (!child?.bridged) {
+      if (Date.now() > deadline) throw new Error("never bridged");
+      await sleep(50);
+      [child] = await database.db.select().from(calls).where(eq(calls.parentCallId, parent.id));
+    }
+    expect(child.transport).toBe("PSTN");
+    expect(child.to).toBe(FAR_NUMBER);
+    expect(child.from).toBe("+61255500002");
+    // The trunk INVITE's Call-ID is the child's id (a number has no host to add).
+    expect(out.header("Call-ID")).toBe(child.id);
+    // Bridged: the caller's tone reaches the far end, the far end's the caller.
+    const tone = (hz: number) =>
+      Int16Array.from({ length: 4800 }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / 8000)));
+    const loud = (packets: Phone["rtp"]) =>
+      packets.filter((x) => x.payloadType === 0 && x.payload.some((b) => (b & 0x7f) < 0x60)).length;
+    const farBefore = loud(far.rtp);
+    const callerBefore = loud(p.rtp);
+    await Promise.all([
+      p.sendAudio(Phone.mediaPort(ok.body), tone(440)),
+      far.sendAudio(Phone.mediaPort(out.body), tone(1000)),
+    ]);
+    await sleep(300);
+    expect(loud(far.rtp) - farBefore).toBeGreaterThan(15);
+    expect(loud(p.rtp) - callerBefore).toBeGreaterThan(15);
+    // The caller hangs up: the trunk leg gets a BYE; both calls end COMPLETED.
+    p.inDialog("BYE", uri);
+    const bye = await carrier.inbox.next((m) => m.method === "BYE", 15_000);
+    expect(bye.header("Call-ID")).toBe(out.header("Call-ID"));
+    reply(carrier, bye, "200 OK");
+    expect((await row(p.callId, true)).state).toBe("COMPLETED");
+    const childId = child.id;
+    const childDeadline = Date.now() + 10_000;
+    while (child?.state !== "COMPLETED") {
+      if (Date.now() > childDeadline) throw new Error(`child not COMPLETED: ${child?.state}`);
+      await sleep(50);
+      [child] = await database.db.select().from(calls).where(eq(calls.id, childId));
+    }
   });
 
   it("reaches a TCP trunk over TCP (transport=tcp in the Request-URI); its 486 is the call's BUSY", async () => {
