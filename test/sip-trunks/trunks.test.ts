@@ -25,7 +25,6 @@
  *   BYE on either side ends both.
  */
 import { createHash } from "node:crypto";
-import net from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { eq } from "drizzle-orm";
@@ -41,13 +40,14 @@ import { type CallRow, calls } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
 import { TRUNK_CACHE_SECONDS } from "../../src/voice/sip-trunks/routing.js";
 import { addBlock, numberingClients, provision } from "../numbering/support.js";
-import { Received, UdpUa } from "../sip/ua.js";
+import { type Received, UdpUa } from "../sip/ua.js";
 import { Phone } from "../sip-carrier/phone.js";
 import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
 import { xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { newSipDomainId } from "../voice/support.js";
+import { sipResponse, streamTrunk } from "./peer.js";
 
 let blocks = Math.floor(Math.random() * 900);
 const FAR_NUMBER = "+61491570156";
@@ -166,21 +166,7 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
 
   /** A response from a fake trunk to `request` (To tag added for non-100). */
   function reply(u: UdpUa, request: Received, status: string, extra: string[] = [], body = ""): void {
-    const to = request.header("To")!;
-    const lines = [
-      `SIP/2.0 ${status}`,
-      ...request.headers("Via").map((v) => `Via: ${v}`),
-      `From: ${request.header("From")}`,
-      `To: ${to}${to.includes("tag=") || status.startsWith("100") ? "" : ";tag=trunk1"}`,
-      `Call-ID: ${request.header("Call-ID")}`,
-      `CSeq: ${request.header("CSeq")}`,
-      ...extra,
-      ...(body === "" ? [] : ["Content-Type: application/sdp"]),
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      "",
-      body,
-    ];
-    u.send(Buffer.from(lines.join("\r\n")), sipPort);
+    u.send(Buffer.from(sipResponse(request, status, extra, body)), sipPort);
   }
 
   function answerSdp(rtpPort: number): string {
@@ -665,27 +651,9 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
 
   it("reaches a TCP trunk over TCP (transport=tcp in the Request-URI); its 486 is the call's BUSY", async () => {
     // A fake trunk listening on TCP: literal SIP framed by Content-Length, answered on the same connection.
-    const received: Received[] = [];
-    let connection: net.Socket | undefined;
-    const server = net.createServer((socket) => {
-      connection = socket;
-      let buffer = "";
-      socket.on("data", (chunk: Buffer) => {
-        buffer += chunk.toString("utf8");
-        for (;;) {
-          const end = buffer.indexOf("\r\n\r\n");
-          if (end < 0) break;
-          const length = Number(/^content-length: *(\d+)/im.exec(buffer.slice(0, end))?.[1] ?? 0);
-          if (buffer.length < end + 4 + length) break;
-          received.push(new Received(buffer.slice(0, end + 4 + length)));
-          buffer = buffer.slice(end + 4 + length);
-        }
-      });
-      socket.on("error", () => {});
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-    sockets.push({ close: () => server.close() });
-    const port = (server.address() as net.AddressInfo).port;
+    const server = await streamTrunk();
+    sockets.push(server);
+    const port = server.port;
     const created = await createTestClient(SipTrunks, database.db, systemClock).createSipTrunk({
       sipTrunkId: `tcp-${Math.random().toString(36).slice(2, 8)}`,
       sipTrunk: { address: `127.0.0.1:${port}`, transport: SipTrunk_Transport.TCP, enabled: true },
@@ -693,30 +661,12 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     trunkNames.push(created.name);
     await settle();
     const { call } = await callOut();
-    const deadline = Date.now() + 15_000;
-    while (!received.some(isInvite)) {
-      if (Date.now() > deadline) throw new Error("no INVITE over TCP");
-      await sleep(20);
-    }
-    const invite = received.find(isInvite)!;
+    const invite = await server.next(isInvite);
     expect(
       invite.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${port};transport=tcp;user=phone SIP/2.0`),
     ).toBe(true);
     expect(invite.headers("Via")[0]).toMatch(/^SIP\/2\.0\/TCP /);
-    const to = invite.header("To")!;
-    connection!.write(
-      [
-        "SIP/2.0 486 Busy Here",
-        ...invite.headers("Via").map((v) => `Via: ${v}`),
-        `From: ${invite.header("From")}`,
-        `To: ${to};tag=tcp1`,
-        `Call-ID: ${invite.header("Call-ID")}`,
-        `CSeq: ${invite.header("CSeq")}`,
-        "Content-Length: 0",
-        "",
-        "",
-      ].join("\r\n"),
-    );
+    server.write(sipResponse(invite, "486 Busy Here"));
     expect((await ended(call.name)).state).toBe(Call_State.BUSY);
   });
 
