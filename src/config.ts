@@ -106,6 +106,9 @@ export interface Config {
    * - SIP_PORT: UDP and TCP port. Default 5060; 0 picks a free port.
    * - SIP_TLS_PORT: SIP over TLS, with TLS_CERT_FILE and TLS_KEY_FILE (only
    *   when they are set). Default 5061.
+   * - SIP_TLS_CA_FILE: a PEM file of CA certificates trusted, besides the
+   *   system's, for SIP over TLS the edge opens (carrier trunks with a
+   *   private CA). Default unset: the system's only.
    * - SIP_ADVERTISED_HOST: the host written in Via and Contact when the
    *   listeners sit behind NAT. Default: the bound address.
    * - SIP_DIGEST_ALGORITHMS: the digest challenges offered, in order of
@@ -118,6 +121,7 @@ export interface Config {
     host: string;
     port: number;
     tlsPort: number;
+    tlsCaFile: string | undefined;
     advertisedHost: string | undefined;
     digestAlgorithms: Array<"SHA-256" | "MD5">;
     /** SIP_CAPTURE*: the capture of real calls' SIP messages (src/telephony/sip-edge/capture-config.ts). */
@@ -586,6 +590,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       host: env.SIP_HOST || env.HOST || "127.0.0.1",
       port: int(env, "SIP_PORT", 5060, 0, 65535),
       tlsPort: int(env, "SIP_TLS_PORT", 5061, 0, 65535),
+      tlsCaFile: env.SIP_TLS_CA_FILE || undefined,
       advertisedHost: env.SIP_ADVERTISED_HOST || undefined,
       digestAlgorithms: digestAlgorithms(env.SIP_DIGEST_ALGORITHMS),
       guard: sipGuard(env),

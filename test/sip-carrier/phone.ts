@@ -137,20 +137,21 @@ export class Phone {
   /** Sends an INVITE to `uri`; returns its branch and CSeq. */
   invite(
     uri: string,
-    options: { body?: string; authorization?: string; from?: string } = {},
+    options: { body?: string; authorization?: string; from?: string; to?: string; headers?: string[] } = {},
   ): { branch: string; cseq: number } {
     const cseq = ++this.cseq;
     const lines = [
       `INVITE ${uri} SIP/2.0`,
       "Max-Forwards: 70",
       `From: <${options.from ?? "sip:alice@127.0.0.1"}>;tag=${this.fromTag}`,
-      `To: <${uri}>${this.toTag === "" ? "" : `;tag=${this.toTag}`}`,
+      `To: <${options.to ?? uri}>${this.toTag === "" ? "" : `;tag=${this.toTag}`}`,
       `Call-ID: ${this.callId}`,
       `CSeq: ${cseq} INVITE`,
       `Contact: <sip:alice@127.0.0.1:${this.sip.port}>`,
       "User-Agent: SipCarrier Test Phone",
     ];
     if (options.authorization) lines.push(`Authorization: ${options.authorization}`);
+    lines.push(...(options.headers ?? []));
     const branch = this.send(lines, options.body ?? this.offer());
     return { branch, cseq };
   }

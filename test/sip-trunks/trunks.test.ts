@@ -9,17 +9,22 @@
  *   never answers; 486 from the far end is the call's answer (BUSY), the next
  *   trunk never tried. A TCP trunk is reached over TCP (`transport=tcp`).
  * - In: an INVITE from a trunk's inbound network to a held number (with or
- *   without `+`) rings the number's VoiceML handler (a real HTTP receiver)
- *   and is answered with RTP; a number nobody holds → 404; a source outside
- *   every trunk's networks → refused (no open relay).
+ *   without `+`, a `tel:` Request-URI, or the number in To when the
+ *   Request-URI's is not held) rings the number's VoiceML handler (a real
+ *   HTTP receiver) and is answered with RTP; a number nobody holds, no
+ *   number, a local tel: number → 404; a source outside every trunk's
+ *   networks → refused (no open relay).
+ * - <Call> to a number from a SIP caller's markup: out through the trunk
+ *   (its 401 answered), the caller's number as caller ID, the legs bridged
+ *   (audio both ways), the caller's BYE ending both.
  * - PSTN_TRUNK domain: 503 with no trunk enabled; with one, an authorized
- *   caller's INVITE to `sip:+E164@fqdn` goes out through the trunk: ringing
+ *   caller's INVITE to `sip:+E164@fqdn` (or `tel:+E164` with its From at the
+ *   fqdn; a tel: naming no domain is refused) goes out through the trunk: ringing
  *   and busy are mapped back, the caller's CANCEL reaches the trunk; once
  *   answered the legs are bridged (SipLeg.bridge: audio both ways) and a
  *   BYE on either side ends both.
  */
 import { createHash } from "node:crypto";
-import net from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { eq } from "drizzle-orm";
@@ -35,13 +40,14 @@ import { type CallRow, calls } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
 import { TRUNK_CACHE_SECONDS } from "../../src/voice/sip-trunks/routing.js";
 import { addBlock, numberingClients, provision } from "../numbering/support.js";
-import { Received, UdpUa } from "../sip/ua.js";
+import { type Received, UdpUa } from "../sip/ua.js";
 import { Phone } from "../sip-carrier/phone.js";
 import { bearer, createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
 import { xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { newSipDomainId } from "../voice/support.js";
+import { sipResponse, streamTrunk } from "./peer.js";
 
 let blocks = Math.floor(Math.random() * 900);
 const FAR_NUMBER = "+61491570156";
@@ -81,7 +87,15 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     handler = await startReceiver();
     handler.handle((req, res) => {
       res.setHeader("content-type", "application/xml");
-      res.end(xml(req.path.startsWith("/in") ? "<Say>Hello from the number</Say>" : "<Say>Hello Bob</Say>"));
+      res.end(
+        xml(
+          req.path.startsWith("/in")
+            ? "<Say>Hello from the number</Say>"
+            : req.path.startsWith("/call")
+              ? `<Call><Endpoint>${FAR_NUMBER}</Endpoint></Call>`
+              : "<Say>Hello Bob</Say>",
+        ),
+      );
     });
   });
 
@@ -152,21 +166,7 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
 
   /** A response from a fake trunk to `request` (To tag added for non-100). */
   function reply(u: UdpUa, request: Received, status: string, extra: string[] = [], body = ""): void {
-    const to = request.header("To")!;
-    const lines = [
-      `SIP/2.0 ${status}`,
-      ...request.headers("Via").map((v) => `Via: ${v}`),
-      `From: ${request.header("From")}`,
-      `To: ${to}${to.includes("tag=") || status.startsWith("100") ? "" : ";tag=trunk1"}`,
-      `Call-ID: ${request.header("Call-ID")}`,
-      `CSeq: ${request.header("CSeq")}`,
-      ...extra,
-      ...(body === "" ? [] : ["Content-Type: application/sdp"]),
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      "",
-      body,
-    ];
-    u.send(Buffer.from(lines.join("\r\n")), sipPort);
+    u.send(Buffer.from(sipResponse(request, status, extra, body)), sipPort);
   }
 
   function answerSdp(rtpPort: number): string {
@@ -311,8 +311,18 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   const final = (branch: string) => (m: Received) => m.text.includes(branch) && (m.status ?? 0) >= 200;
 
   it.each([
-    ["with +", (n: string) => n],
-    ["as digits without +", (n: string) => n.slice(1)],
+    ["with +", (n: string) => ({ uri: `sip:${n}@127.0.0.1:${sipPort}` })],
+    ["as digits without +", (n: string) => ({ uri: `sip:${n.slice(1)}@127.0.0.1:${sipPort}` })],
+    ["as a tel: URI", (n: string) => ({ uri: `tel:${n.slice(0, 3)}-${n.slice(3)}` })],
+    // Carriers that put the number in To and a fixed value (or another number) in the Request-URI.
+    [
+      "in To, the Request-URI not a number",
+      (n: string) => ({ uri: `sip:trunkgroup7@127.0.0.1:${sipPort}`, to: `sip:${n}@127.0.0.1` }),
+    ],
+    [
+      "in To, the Request-URI's number held by nobody",
+      (n: string) => ({ uri: `sip:+61255599997@127.0.0.1:${sipPort}`, to: `tel:${n}` }),
+    ],
   ])(
     "takes an INVITE from a trunk network to a held number (%s): its handler answers, RTP flows",
     async (_, spell) => {
@@ -321,8 +331,11 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
       const { number, project } = await owner(true);
       const before = handler.requests.length;
       const p = await phone();
-      const uri = `sip:${spell(number)}@127.0.0.1:${sipPort}`;
-      const { branch, cseq } = p.invite(uri, { from: `sip:${FAR_NUMBER}@192.0.2.10` });
+      const { uri, to } = spell(number) as { uri: string; to?: string };
+      const { branch, cseq } = p.invite(uri, {
+        from: `sip:${FAR_NUMBER}@192.0.2.10`,
+        ...(to === undefined ? {} : { to }),
+      });
       const ok = await p.sip.inbox.next(final(branch), 15_000);
       expect(ok.status).toBe(200);
       p.learn(ok);
@@ -350,6 +363,35 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     const answer = await p.sip.inbox.next(final(branch), 15_000);
     expect(answer.status).toBe(404);
     expect(answer.reason).toContain("NUMBER_NOT_IN_SERVICE");
+  });
+
+  it.each([
+    [
+      "a number nobody holds, in both",
+      "sip:+61255599999@127.0.0.1",
+      "sip:+61255599998@127.0.0.1",
+      "NUMBER_NOT_IN_SERVICE",
+    ],
+    ["no number at all", "sip:trunkgroup7@127.0.0.1", "sip:trunkgroup7@127.0.0.1", "Not A Number"],
+    [
+      "a local tel: number",
+      "tel:0491570156;phone-context=+61",
+      "tel:0491570156;phone-context=+61",
+      "Not A Global Number",
+    ],
+  ])("answers a trunk's INVITE to %s with 404", async (_, uri, to, reason) => {
+    await trunk({ address: "192.0.2.10", inboundNetworks: ["127.0.0.1/32"] });
+    await settle();
+    const p = await phone();
+    const { branch } = p.invite(uri.startsWith("sip:") ? `${uri}:${sipPort}` : uri, {
+      from: `sip:${FAR_NUMBER}@192.0.2.10`,
+      to,
+    });
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBe(404);
+    expect(answer.reason).toContain(reason);
+    const [r] = await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId));
+    expect(r).toBeUndefined();
   });
 
   it("refuses an INVITE to a held number from outside every trunk's networks (no open relay)", async () => {
@@ -407,6 +449,41 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     const answer = await p.sip.inbox.next(final(branch), 15_000);
     expect(answer.status).toBe(486);
     expect((await row(p.callId, true)).state).toBe("BUSY");
+  });
+
+  it("sends a tel: INVITE from a PSTN_TRUNK domain's endpoint (its From naming the domain) out through the trunk", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}` });
+    await settle();
+    const fqdn = await pstnDomain();
+    const p = await phone();
+    const { branch } = p.invite(`tel:${FAR_NUMBER}`, { from: `sip:+61255500001@${fqdn}` });
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    expect(out.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone SIP/2.0`)).toBe(
+      true,
+    );
+    expect(out.header("From")).toMatch(/^<sip:\+61255500001@/);
+    reply(carrier, out, "486 Busy Here");
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBe(486);
+    const r = await row(p.callId, true);
+    expect(r.state).toBe("BUSY");
+    expect(r.to).toBe(`sip:${FAR_NUMBER}@${fqdn}`);
+  });
+
+  it("refuses a tel: INVITE naming no domain from outside every trunk's networks: nothing goes out (no open relay)", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}`, inboundNetworks: ["192.0.2.0/24"] });
+    await settle();
+    await pstnDomain(); // a PSTN_TRUNK domain for 127.0.0.1 exists, but the INVITE does not name it
+    const p = await phone();
+    const { branch } = p.invite(`tel:${FAR_NUMBER}`, { from: "sip:+61255500001@127.0.0.1" });
+    const answer = await p.sip.inbox.next(final(branch), 15_000);
+    expect(answer.status).toBeGreaterThanOrEqual(400);
+    expect(answer.status).toBeLessThan(500);
+    expect((await carrier.inbox.quiet(500)).filter(isInvite)).toEqual([]);
+    const [r] = await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId));
+    expect(r).toBeUndefined();
   });
 
   it("passes a PSTN_TRUNK caller's CANCEL on to the trunk", async () => {
@@ -479,29 +556,104 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     expect((await row(p.callId, true)).state).toBe("COMPLETED");
   });
 
+  it("<Call>s a number through the trunk (answering its 401) and bridges it with the SIP caller, who is the caller ID", async () => {
+    const carrier = await ua();
+    await trunk({ address: `127.0.0.1:${carrier.port}`, username: "acct-7", password: "s3cret" });
+    await settle();
+    const project = await newProject(database.db);
+    const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
+      parent: project,
+      sipDomainId: newSipDomainId("pc"),
+      sipDomain: {
+        callTerminationMode: Mode.PROGRAMMABLE,
+        callTerminationHandlerUris: [`${handler.base}/call`],
+        cidrBlocks: [{ cidrBlock: "127.0.0.1/32" }],
+      },
+    });
+    const p = await phone();
+    const far = await phone(); // the far end's RTP socket
+    const uri = `sip:1001@${d.fqdn}`;
+    const { branch, cseq } = p.invite(uri, { from: "sip:+61255500002@127.0.0.1" });
+    const first = await carrier.inbox.next(isInvite, 15_000);
+    const requestUri = `sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone`;
+    expect(first.text.startsWith(`INVITE ${requestUri} SIP/2.0\r\n`)).toBe(true);
+    // The SIP caller's number is the child leg's caller ID.
+    expect(first.header("From")).toMatch(/^<sip:\+61255500002@/);
+    reply(carrier, first, "401 Unauthorized", [
+      'WWW-Authenticate: Digest realm="carrier.example", nonce="n0nce-call", qop="auth", algorithm=MD5',
+    ]);
+    await carrier.inbox.next((m) => m.method === "ACK");
+    const out = await carrier.inbox.next(isInvite, 15_000);
+    const auth = out.header("Authorization")!;
+    const param = (k: string) => new RegExp(`${k}="?([^",]+)"?`).exec(auth)?.[1];
+    expect(param("username")).toBe("acct-7");
+    const ha1 = md5("acct-7:carrier.example:s3cret");
+    const ha2 = md5(`INVITE:${requestUri}`);
+    expect(param("response")).toBe(md5(`${ha1}:n0nce-call:${param("nc")}:${param("cnonce")}:auth:${ha2}`));
+    reply(carrier, out, "180 Ringing");
+    reply(
+      carrier,
+      out,
+      "200 OK",
+      [`Contact: <sip:carrier@127.0.0.1:${carrier.port}>`],
+      answerSdp(far.rtpPort),
+    );
+    await carrier.inbox.next((m) => m.method === "ACK" && m.header("CSeq") === "2 ACK", 15_000);
+    // The caller is answered once the trunk leg is.
+    const ok = await p.sip.inbox.next(
+      (m) => final(branch)(m) && m.header("CSeq") === `${cseq} INVITE`,
+      15_000,
+    );
+    expect(ok.status).toBe(200);
+    p.learn(ok);
+    p.inDialog("ACK", uri, { cseq });
+    const parent = await row(p.callId);
+    const deadline = Date.now() + 10_000;
+    let child: CallRow | undefined;
+    while (!child?.bridged) {
+      if (Date.now() > deadline) throw new Error("never bridged");
+      await sleep(50);
+      [child] = await database.db.select().from(calls).where(eq(calls.parentCallId, parent.id));
+    }
+    expect(child.transport).toBe("PSTN");
+    expect(child.to).toBe(FAR_NUMBER);
+    expect(child.from).toBe("+61255500002");
+    // The trunk INVITE's Call-ID is the child's id (a number has no host to add).
+    expect(out.header("Call-ID")).toBe(child.id);
+    // Bridged: the caller's tone reaches the far end, the far end's the caller.
+    const tone = (hz: number) =>
+      Int16Array.from({ length: 4800 }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / 8000)));
+    const loud = (packets: Phone["rtp"]) =>
+      packets.filter((x) => x.payloadType === 0 && x.payload.some((b) => (b & 0x7f) < 0x60)).length;
+    const farBefore = loud(far.rtp);
+    const callerBefore = loud(p.rtp);
+    await Promise.all([
+      p.sendAudio(Phone.mediaPort(ok.body), tone(440)),
+      far.sendAudio(Phone.mediaPort(out.body), tone(1000)),
+    ]);
+    await sleep(300);
+    expect(loud(far.rtp) - farBefore).toBeGreaterThan(15);
+    expect(loud(p.rtp) - callerBefore).toBeGreaterThan(15);
+    // The caller hangs up: the trunk leg gets a BYE; both calls end COMPLETED.
+    p.inDialog("BYE", uri);
+    const bye = await carrier.inbox.next((m) => m.method === "BYE", 15_000);
+    expect(bye.header("Call-ID")).toBe(out.header("Call-ID"));
+    reply(carrier, bye, "200 OK");
+    expect((await row(p.callId, true)).state).toBe("COMPLETED");
+    const childId = child.id;
+    const childDeadline = Date.now() + 10_000;
+    while (child?.state !== "COMPLETED") {
+      if (Date.now() > childDeadline) throw new Error(`child not COMPLETED: ${child?.state}`);
+      await sleep(50);
+      [child] = await database.db.select().from(calls).where(eq(calls.id, childId));
+    }
+  });
+
   it("reaches a TCP trunk over TCP (transport=tcp in the Request-URI); its 486 is the call's BUSY", async () => {
     // A fake trunk listening on TCP: literal SIP framed by Content-Length, answered on the same connection.
-    const received: Received[] = [];
-    let connection: net.Socket | undefined;
-    const server = net.createServer((socket) => {
-      connection = socket;
-      let buffer = "";
-      socket.on("data", (chunk: Buffer) => {
-        buffer += chunk.toString("utf8");
-        for (;;) {
-          const end = buffer.indexOf("\r\n\r\n");
-          if (end < 0) break;
-          const length = Number(/^content-length: *(\d+)/im.exec(buffer.slice(0, end))?.[1] ?? 0);
-          if (buffer.length < end + 4 + length) break;
-          received.push(new Received(buffer.slice(0, end + 4 + length)));
-          buffer = buffer.slice(end + 4 + length);
-        }
-      });
-      socket.on("error", () => {});
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-    sockets.push({ close: () => server.close() });
-    const port = (server.address() as net.AddressInfo).port;
+    const server = await streamTrunk();
+    sockets.push(server);
+    const port = server.port;
     const created = await createTestClient(SipTrunks, database.db, systemClock).createSipTrunk({
       sipTrunkId: `tcp-${Math.random().toString(36).slice(2, 8)}`,
       sipTrunk: { address: `127.0.0.1:${port}`, transport: SipTrunk_Transport.TCP, enabled: true },
@@ -509,30 +661,12 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     trunkNames.push(created.name);
     await settle();
     const { call } = await callOut();
-    const deadline = Date.now() + 15_000;
-    while (!received.some(isInvite)) {
-      if (Date.now() > deadline) throw new Error("no INVITE over TCP");
-      await sleep(20);
-    }
-    const invite = received.find(isInvite)!;
+    const invite = await server.next(isInvite);
     expect(
       invite.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${port};transport=tcp;user=phone SIP/2.0`),
     ).toBe(true);
     expect(invite.headers("Via")[0]).toMatch(/^SIP\/2\.0\/TCP /);
-    const to = invite.header("To")!;
-    connection!.write(
-      [
-        "SIP/2.0 486 Busy Here",
-        ...invite.headers("Via").map((v) => `Via: ${v}`),
-        `From: ${invite.header("From")}`,
-        `To: ${to};tag=tcp1`,
-        `Call-ID: ${invite.header("Call-ID")}`,
-        `CSeq: ${invite.header("CSeq")}`,
-        "Content-Length: 0",
-        "",
-        "",
-      ].join("\r\n"),
-    );
+    server.write(sipResponse(invite, "486 Busy Here"));
     expect((await ended(call.name)).state).toBe(Call_State.BUSY);
   });
 

@@ -4,7 +4,12 @@
  * 1. The Request-URI names the dialled user and, by its host, the domain:
  *    `sip:<user>@<sipDomainId>.<SIP base domain>`; any other host is a call
  *    to the service's address, matched by source network to a
- *    domain-optional domain (rule 4). No user part: 404.
+ *    domain-optional domain (rule 4). No user part: 404. A `tel:` Request-
+ *    URI (RFC 3966) dials its global number (`telNumberOf`; a local number:
+ *    404) and names no host: from a trunk it is 3b's call to that number;
+ *    otherwise the domain is the one the From's host names (the caller's
+ *    AOR), authorized as a `sip:` INVITE to it (step 2, its cidrBlocks), or
+ *    none (an unnamed call): no open relay.
  * 2. A named, live domain with SIP users challenges the INVITE (401 with
  *    WWW-Authenticate, SHA-256 and MD5, the domain's FQDN as the realm; the
  *    same nonces as REGISTER, ../sip-edge/digest-realms.ts) until it carries
@@ -21,7 +26,9 @@
  *    domain whose source address is in an enabled trunk's inbound networks
  *    is a call from the PSTN to a number: no digest (the network is the
  *    authentication); the number is the Request-URI's user part (`+61…`, or
- *    digits without `+` taken as E.164 digits); it rings the number's
+ *    digits without `+` taken as E.164 digits), or the To header's when the
+ *    Request-URI's is not held by a phone number instance and the To's is
+ *    (`trunkDialled`: carriers that put the number in To); it rings the number's
  *    incomingCallHandlerUris. Not held by a project: 404
  *    (NUMBER_NOT_IN_SERVICE). A source in no trunk's networks goes on as
  *    any unnamed call (rule 4 of the domains, refused when no domain-
@@ -55,10 +62,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import type { Logger } from "../../log.js";
+import type { NumberDirectory } from "../../messaging/messages/incoming.js";
 import { RtpBindError } from "../../rtp/session.js";
 import type { RequestHandler } from "../../sip/endpoint.js";
 import type { SipGuard } from "../../sip/guard.js";
-import { callIdOf, fromOf } from "../../sip/message.js";
+import { callIdOf, fromOf, type SipRequest, toOf } from "../../sip/message.js";
 import { negotiate, parseAudio, SdpError } from "../../sip/sdp.js";
 import type { ServerTransaction } from "../../sip/transaction.js";
 import type { Peer } from "../../sip/transport.js";
@@ -87,6 +95,8 @@ export interface InviteDeps {
   refused?: (reason: string) => void;
   /** The enabled carrier trunks (src/voice/sip-trunks/routing.ts); absent: none. */
   trunks?: Pick<TrunkRouting, "any" | "trunkOfSource">;
+  /** The phone number instances (a trunk's INVITE falls back to its To number when the Request-URI's is not held); absent: no fallback. */
+  numbers?: Pick<NumberDirectory, "findByNumber">;
   /** Whether a refusal of `why` from `address` is worth a log line (src/sip/guard-log.ts); absent: always. */
   logFirst?: (address: string, why: string) => boolean;
 }
@@ -148,26 +158,38 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
       refuse(tx, source, 482, "Loop Detected", "duplicate-call-id");
       return;
     }
-    const dialled = request.uri.user === undefined ? "" : decodeURIComponent(request.uri.user);
+    // A tel: Request-URI (RFC 3966) dials its global number and names no host.
+    const tel = request.uri.scheme === "tel";
+    const dialled = tel
+      ? (telNumberOf(request.uri.opaque ?? "") ?? "")
+      : request.uri.user === undefined
+        ? ""
+        : decodeURIComponent(request.uri.user);
     if (dialled === "") {
-      refuse(tx, source, 404, "Not Found (No User In Request-URI)", "no-user");
+      if (tel) refuse(tx, source, 404, "Not Found (Not A Global Number)", "tel-not-global");
+      else refuse(tx, source, 404, "Not Found (No User In Request-URI)", "no-user");
       return;
     }
-    const host = request.uri.host;
-    const sipDomainId = domainIdOf(host, deps.baseDomain);
+    let host = request.uri.host;
+    let sipDomainId = tel ? undefined : domainIdOf(host, deps.baseDomain);
     let username = "";
     let pstnTrunk = false;
     let trunkCall: { number: string; caller: string } | undefined;
     if (sipDomainId === undefined && deps.trunks !== undefined) {
       const trunk = await deps.trunks.trunkOfSource(source.address);
       if (trunk !== undefined) {
-        const number = trunkNumberOf(dialled);
+        const number = await trunkDialled(request, dialled, deps.numbers);
         if (number === undefined) {
           refuse(tx, source, 404, "Not Found (Not A Number)", "trunk-not-a-number");
           return;
         }
         trunkCall = { number, caller: trunkNumberOf(fromOf(request).uri.user ?? "") ?? "" };
       }
+    }
+    if (tel && trunkCall === undefined) {
+      // Not from a trunk: the caller's From names its domain (then authorized as a sip: call to it), else unnamed.
+      host = fromOf(request).uri.host;
+      sipDomainId = domainIdOf(host, deps.baseDomain);
     }
     if (sipDomainId !== undefined) {
       const row = await deps.domains.findById(sipDomainId);
@@ -306,4 +328,35 @@ export function trunkNumberOf(user: string): string | undefined {
   text = text.split(";")[0]!.replace(/[-.()\s]/g, "");
   const m = /^\+?([1-9][0-9]{1,14})$/.exec(text);
   return m === null ? undefined : `+${m[1]}`;
+}
+
+/**
+ * The global number of a `tel:` URI's opaque part (`+61491570156`,
+ * `+61-491-570-156;phone-context=…`; parameters dropped, visual separators
+ * removed); undefined for a local number (no `+`) or anything else.
+ */
+export function telNumberOf(opaque: string): string | undefined {
+  const number = opaque.split(";")[0]!;
+  return number.startsWith("+") ? trunkNumberOf(number) : undefined;
+}
+
+/**
+ * The number a trunk's INVITE calls: the Request-URI's; when that is not a
+ * number held by a phone number instance and the To header's user is (a
+ * carrier that puts the number in To and a fixed value in the
+ * Request-URI), the To's. Undefined when neither is a number.
+ */
+async function trunkDialled(
+  request: SipRequest,
+  dialled: string,
+  numbers: Pick<NumberDirectory, "findByNumber"> | undefined,
+): Promise<string | undefined> {
+  const number = trunkNumberOf(dialled);
+  if (numbers === undefined || (number !== undefined && (await numbers.findByNumber(number)) !== undefined))
+    return number;
+  const to = toOf(request).uri;
+  const toNumber = to.scheme === "tel" ? telNumberOf(to.opaque ?? "") : trunkNumberOf(to.user ?? "");
+  if (toNumber === undefined || toNumber === number) return number;
+  if ((await numbers.findByNumber(toNumber)) !== undefined) return toNumber;
+  return number ?? toNumber;
 }

@@ -12,9 +12,9 @@
  *   `transport=tcp` / `transport=tls` for those trunks.
  * - The next hop: the trunk's address (its host resolved by A/AAAA lookup,
  *   no SRV/NAPTR), port as given or 5060 (5061 for TLS), over its
- *   transport. TLS uses the SIP transport's client TLS (the system's CAs),
- *   connecting to the host by name so its certificate is checked against
- *   that name (no test covers TLS towards a trunk yet).
+ *   transport. TLS uses the SIP transport's client TLS (the system's CAs
+ *   and SIP_TLS_CA_FILE's), connecting to the host by name so its
+ *   certificate is checked against that name (test/sip-trunks/tls.test.ts).
  * - Digest: a DigestClient with the trunk's username and password (readable
  *   through secret-box.ts) when a password is stored; otherwise challenges
  *   go unanswered and the next trunk is tried.

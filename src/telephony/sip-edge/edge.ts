@@ -20,6 +20,7 @@
  */
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
+import tls from "node:tls";
 import { Counter } from "prom-client";
 import type { Clock } from "../../clock.js";
 import type { Config } from "../../config.js";
@@ -143,6 +144,11 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
                 cert: readFileSync(config.tls.certFile),
                 key: readFileSync(config.tls.keyFile),
               },
+        // Outgoing TLS (trunks) trusts the system's CAs, and SIP_TLS_CA_FILE's when set.
+        tlsClient:
+          sip.tlsCaFile === undefined
+            ? undefined
+            : { ca: [...tls.rootCertificates, readFileSync(sip.tlsCaFile, "utf8")] },
         tap: capture?.tap,
         now: () => options.clock.now(),
       },
@@ -229,12 +235,14 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
       ...(options.speech === undefined ? {} : { speech: options.speech }),
       ...(capture === undefined ? {} : { attach: (callId, sipCallId) => capture.attach(callId, sipCallId) }),
     });
+    const numbers = numberingDomains(options.db, options.clock, config).instances;
     endpoint.onInvite(
       inviteHandler({
         carrier,
+        numbers,
         incoming: new IncomingCalls({
           db: options.db,
-          numbers: numberingDomains(options.db, options.clock, config).instances,
+          numbers,
           clock: options.clock,
           engine,
           sipDomains,

@@ -30,8 +30,9 @@
  * - Call dials its Endpoints (dial.ts); CallerId must be the parent's own
  *   `from` or `to`, or a number of an ACTIVE instance of the project
  *   (otherwise the call ends FAILED CALLER_ID_NOT_ALLOWED); without it the
- *   caller ID is the parent's `from` when it is a number, else its `to`
- *   when that is one, else withheld. With a NextUri the results go there;
+ *   parent's caller is presented (dial.ts callerOf: a SIP caller's URI to
+ *   SIP endpoints, its number to numbers), else the parent's `to` when
+ *   that is a number, else withheld. With a NextUri the results go there;
  *   without, the document goes on after the bridge;
  * - Record plays a beep (PlayBeep, BEEP_SECONDS), records the caller
  *   (Carrier `recordCaller`) into a PENDING recording (source
@@ -67,7 +68,7 @@ import {
   type StreamAction,
 } from "../../telephony/markup/index.js";
 import type { ActiveCall, Outcome } from "./active-call.js";
-import { type DialRequest, dial, forwardRequest, targetOf } from "./dial.js";
+import { callerOf, type DialRequest, dial, forwardRequest, type Presented, targetOf } from "./dial.js";
 import { type LoadedAudio, PlayAudioError } from "./play-audio.js";
 import { callRequestJson } from "./proto.js";
 
@@ -101,7 +102,7 @@ const isE164 = (value: string) => /^\+[1-9]\d{1,14}$/.test(value);
 export async function runHandlers(
   call: ActiveCall,
   uris: readonly string[],
-  forwardCallerId: string,
+  forwardCaller: Presented,
 ): Promise<void> {
   let failure: Outcome = {
     state: "FAILED",
@@ -125,7 +126,7 @@ export async function runHandlers(
         errorMessage: `No call handler answered: ${fetched.message}`,
       };
     } else {
-      const result = await dial(call, forwardRequest(uris[i++]!, forwardCallerId));
+      const result = await dial(call, forwardRequest(uris[i++]!, forwardCaller));
       if (result.bridged) {
         if (!call.terminal) await call.finish("COMPLETED");
         return;
@@ -333,26 +334,28 @@ async function runActions(call: ActiveCall, actions: readonly Action[], document
 /** The dial request of a `<Call>`, or undefined when its CallerId is not allowed (the call then ended). */
 async function dialRequest(call: ActiveCall, action: CallAction): Promise<DialRequest | undefined> {
   const row = call.row;
-  let callerId: string;
+  let caller: Presented;
   if (action.callerId !== undefined) {
-    callerId = action.callerId;
-    if (!(await call.engine.mayPresent(row, callerId))) {
+    caller = { callerId: action.callerId };
+    if (!(await call.engine.mayPresent(row, action.callerId))) {
       await call.finish(
         "FAILED",
         ControlErrorCode.CallerIdNotAllowed,
-        `CallerId ${callerId} is neither a party of this call nor a number of an ACTIVE phone number instance of the project`,
+        `CallerId ${action.callerId} is neither a party of this call nor a number of an ACTIVE phone number instance of the project`,
       );
       return undefined;
     }
   } else {
-    callerId = isE164(row.from) ? row.from : isE164(row.to) ? row.to : "";
+    // The caller (a SIP caller's URI to SIP endpoints); to numbers, the call's own number when the caller has none.
+    caller = callerOf(row);
+    if (caller.callerId === "" && isE164(row.to)) caller = { ...caller, callerId: row.to };
   }
   return {
     targets: action.endpoints.map((e) => (e.type === "phone" ? targetOf(e.phoneNumber) : targetOf(e.uri))),
     strategy: action.strategy,
     timeoutSeconds: action.timeoutSeconds,
     maxDurationSeconds: action.maxDurationSeconds,
-    callerId,
+    ...caller,
   };
 }
 

@@ -29,6 +29,7 @@
  * none), `answerDurationSeconds` = seconds it was answered (0 when never).
  */
 
+import type { CallRow } from "../../db/schema/index.js";
 import type { ActiveCall, Outcome } from "./active-call.js";
 import { DEFAULT_TIMEOUT_SECONDS } from "./domain.js";
 
@@ -47,7 +48,12 @@ export interface DialRequest {
   maxDurationSeconds: number;
   /** Presented to the endpoints; empty for none (withheld). */
   callerId: string;
+  /** Presented to SIP endpoints instead of `callerId` when set: a SIP caller's URI (callerOf). */
+  sipCallerId?: string;
 }
+
+/** A caller ID to present: `callerId` to numbers, `sipCallerId` (when set) to SIP endpoints. */
+export type Presented = Pick<DialRequest, "callerId" | "sipCallerId">;
 
 export interface DialResult {
   /** Whether an attempt was answered and bridged with the parent. */
@@ -69,14 +75,47 @@ export function targetOf(uri: string): DialTarget {
 }
 
 /** A forwarding: one target, linear, the default ring time. */
-export function forwardRequest(uri: string, callerId: string): DialRequest {
+export function forwardRequest(uri: string, caller: Presented): DialRequest {
   return {
     targets: [targetOf(uri)],
     strategy: "linear",
     timeoutSeconds: DEFAULT_TIMEOUT_SECONDS,
     maxDurationSeconds: FORWARD_MAX_SECONDS,
-    callerId,
+    ...caller,
   };
+}
+
+const E164 = /^\+[1-9]\d{1,14}$/;
+
+/**
+ * The caller of `row` as its child legs present it. A call from the PSTN:
+ * its number (`from`; "" when private). A call from a SIP endpoint (an
+ * incoming SIP call, `from` = `sip:<user>@<host>`): `callerId` the user part
+ * when it is an E.164 number ("" otherwise: numbers only go to the PSTN),
+ * and `sipCallerId` `sip:<user>@<the called domain's FQDN>` for SIP
+ * endpoints — the user the caller is, at the domain it called (never the
+ * caller's own host, an address of its network). A private caller (Privacy:
+ * id, or From anonymous) is presented as nobody: `callerId` "", no
+ * `sipCallerId` (the SIP carrier then sends `anonymous`).
+ */
+export function callerOf(
+  row: Pick<CallRow, "from" | "to" | "transport" | "direction" | "isPrivate">,
+): Presented {
+  if (row.isPrivate) return { callerId: "" };
+  if (row.transport !== "SIP" || row.direction !== "INCOMING") {
+    return { callerId: E164.test(row.from) ? row.from : "" };
+  }
+  const user = /^sips?:([^@;?]+)@/i.exec(row.from)?.[1];
+  const host = /^sips?:[^@;?]+@([^;?>]+)/i.exec(row.to)?.[1];
+  if (user === undefined || user.toLowerCase() === "anonymous") return { callerId: "" };
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(user);
+  } catch {
+    decoded = "";
+  }
+  const callerId = E164.test(decoded) ? decoded : "";
+  return host === undefined ? { callerId } : { callerId, sipCallerId: `sip:${user}@${host}` };
 }
 
 /** Resolves with the first of `children` to answer, or undefined once none can. */

@@ -57,7 +57,7 @@ import { StreamRegistry } from "../streams/registry.js";
 import { ActiveCall, type CallRole, type Patch } from "./active-call.js";
 import { CallRecorder } from "./call-recording.js";
 import { ControlErrorCode, runHandlers } from "./control.js";
-import { type DialRequest, type DialTarget, dial, forwardRequest } from "./dial.js";
+import { callerOf, type DialRequest, type DialTarget, dial, forwardRequest } from "./dial.js";
 import { type CallPlan, callName } from "./domain.js";
 import { ENGINE_LOST, ENGINE_LOST_MESSAGE, EngineLiveness } from "./liveness.js";
 import { PlayAudio } from "./play-audio.js";
@@ -184,7 +184,7 @@ export class CallEngine {
         if (call.terminal) return;
         const onAnswer = () => {
           if (call.role === "outgoing")
-            runHandlers(call, call.row.handlerUris, "").catch((err) => call.fail(err));
+            runHandlers(call, call.row.handlerUris, { callerId: "" }).catch((err) => call.fail(err));
         };
         call.leg = await carrier.placeCall(
           { callId: row.id, to: row.to, from: row.from, timeoutSeconds: row.timeoutSeconds },
@@ -205,12 +205,12 @@ export class CallEngine {
         );
         if (call.terminal) break;
         if (plan.kind === "bridge") {
-          const result = await dial(call, { ...forwardRequest(`tel:${plan.to}`, plan.from) });
+          const result = await dial(call, { ...forwardRequest(`tel:${plan.to}`, { callerId: plan.from }) });
           if (!call.terminal)
             await (result.bridged ? call.finish("COMPLETED") : call.endWith(result.outcome));
         } else {
-          // Forwarding presents the caller's number.
-          await runHandlers(call, row.handlerUris, row.from);
+          // Forwarding presents the caller (callerOf).
+          await runHandlers(call, row.handlerUris, callerOf(row));
         }
         break;
       }
@@ -222,7 +222,7 @@ export class CallEngine {
   async startChild(
     parent: ActiveCall,
     target: DialTarget,
-    request: Pick<DialRequest, "callerId" | "timeoutSeconds">,
+    request: Pick<DialRequest, "callerId" | "sipCallerId" | "timeoutSeconds">,
   ): Promise<ActiveCall> {
     const now = this.options.scheduler.now();
     const p = parent.row;
@@ -233,7 +233,10 @@ export class CallEngine {
           id: newResourceId(),
           projectId: p.projectId,
           to: target.to,
-          from: request.callerId,
+          from:
+            target.transport === "SIP" && request.sipCallerId !== undefined
+              ? request.sipCallerId
+              : request.callerId,
           labels: {},
           state: "QUEUED",
           direction: "OUTGOING",
