@@ -12,11 +12,7 @@
  *   (callers → service: datagrams that arrived and the server did not read
  *   in time) and of the callers' own;
  * - server memory per call: VmRSS at the window's end minus VmRSS before
- *   the calls, divided by the calls. bench/sip.ts first runs a warm-up of a
- *   few calls (`warmUp`, hung up before the measured run starts), so what
- *   the first call of a process pays once — modules loaded on first use,
- *   compiled code, the `<Play>` file decoded into the cache — is not
- *   divided among the calls as if each one held it.
+ *   the calls, divided by the calls.
  */
 import { fork } from "node:child_process";
 import { join } from "node:path";
@@ -106,8 +102,6 @@ export async function runMedia(
     perSecond: number;
     /** Scratch directory (the capture file). */
     dir: string;
-    /** A warm-up: no capture, and the figures are not for reading. */
-    warmUp?: boolean;
   },
   log: (line: string) => void,
 ): Promise<MediaResult> {
@@ -157,11 +151,9 @@ export async function runMedia(
     peers.send({ measure: true });
     // A capture of up to 10 s from the window's middle (kernel timestamps).
     const captureSeconds = Math.max(1, Math.min(10, Math.floor(options.seconds / 3)));
-    const capture = options.warmUp
-      ? Promise.resolve({ error: "warm-up" } as const)
-      : new Promise((r) => setTimeout(r, ((options.seconds - captureSeconds) / 2) * 1000)).then(() =>
-          captureSpacing(options.dir, new Set(ports), captureSeconds),
-        );
+    const capture = new Promise((r) => setTimeout(r, ((options.seconds - captureSeconds) / 2) * 1000)).then(
+      () => captureSpacing(options.dir, new Set(ports), captureSeconds),
+    );
     await new Promise((r) => setTimeout(r, options.seconds * 1000));
     const cpuMs = (server.cpuMs() ?? Number.NaN) - cpu0;
     const wallMs = performance.now() - t0;

@@ -126,7 +126,7 @@ export function mediaTargetChecks(m: MediaResult | { measured: false; why: strin
     },
     {
       target: targets[4]!,
-      measured: `${m.memoryKbPerCall.toFixed(1)} KB (VmRSS ${(m.rssBeforeBytes / 1048576).toFixed(1)} → ${(m.rssAfterBytes / 1048576).toFixed(1)} MiB over ${m.established} calls, after a warm-up of 20)`,
+      measured: `${m.memoryKbPerCall.toFixed(1)} KB (VmRSS ${(m.rssBeforeBytes / 1048576).toFixed(1)} → ${(m.rssAfterBytes / 1048576).toFixed(1)} MiB over ${m.established} calls)`,
       holds: m.memoryKbPerCall <= 250,
     },
   ];

@@ -28,8 +28,7 @@
  *    ways; measured for BENCH_SIP_MEDIA_SECONDS (60) once all are up
  *    (bench/sip-media.ts). Targets: >= 400 calls, <= 2 ms server CPU per
  *    call-second, outgoing spacing p99 within 20 ± 3 ms (at the callers),
- *    0 packets lost on loopback, <= 250 KB server memory per call (VmRSS
- *    growth over the run, after a warm-up of 20 calls hung up first).
+ *    0 packets lost on loopback, <= 250 KB server memory per call.
  *
  * BENCH_SIP_SECTIONS: a comma-separated subset of register,calls,media
  * (default all three). BENCH_CPU_PROF=<dir>: the server writes a V8 CPU
@@ -407,14 +406,6 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
         },
       });
       const mediaFqdn = `${mediaDomain.sipDomainId}.${BASE_DOMAIN}`;
-      // A warm-up of a few calls, hung up, so that the memory per call leaves out what a process pays once.
-      const warmUp = Math.min(20, MEDIA_CALLS);
-      await runMedia(
-        server,
-        { sipPort, fqdn: mediaFqdn, calls: warmUp, seconds: 2, perSecond: MEDIA_RATE, dir, warmUp: true },
-        (line) => log(`warm-up ${line}`),
-      );
-      await new Promise((r) => setTimeout(r, 1000));
       media = await runMedia(
         server,
         { sipPort, fqdn: mediaFqdn, calls: MEDIA_CALLS, seconds: MEDIA_SECONDS, perSecond: MEDIA_RATE, dir },
