@@ -38,7 +38,6 @@ import { SipTrunk_Transport, SipTrunks } from "../../gen/switchboard/admin/v1/si
 import { systemClock } from "../../src/clock.js";
 import { type CallRow, calls } from "../../src/db/schema/index.js";
 import { type App, build } from "../../src/server.js";
-import { TRUNK_CACHE_SECONDS } from "../../src/voice/sip-trunks/routing.js";
 import { addBlock, numberingClients, provision } from "../numbering/support.js";
 import { type Received, UdpUa } from "../sip/ua.js";
 import { Phone } from "../sip-carrier/phone.js";
@@ -108,8 +107,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   afterEach(async () => {
     const client = createTestClient(SipTrunks, database.db, systemClock);
     for (const name of trunkNames.splice(0)) await client.deleteSipTrunk({ name }).catch(() => {});
-    // The edge reads trunks with a short cache: let it see the change.
-    await sleep(TRUNK_CACHE_SECONDS * 1000 + 300);
   });
 
   async function ua(): Promise<UdpUa> {
@@ -124,7 +121,7 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     return p;
   }
 
-  /** An enabled trunk (then waits out the edge's trunk cache). */
+  /** An enabled trunk (the edge forgets its cached trunk list when this process changes one: no wait). */
   async function trunk(settings: {
     address: string;
     priority?: number;
@@ -147,7 +144,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     trunkNames.push(created.name);
     return created.name;
   }
-  const settle = () => sleep(TRUNK_CACHE_SECONDS * 1000 + 300);
 
   /** A project owning a number (with the incoming handler /in when `handled`). */
   async function owner(handled = false): Promise<{ project: string; number: string }> {
@@ -219,7 +215,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("calls +E164 through the trunk, answering its 401 with the trunk's digest; <Say> arrives as RTP", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}`, username: "acct-42", password: "trunk secret" });
-    await settle();
     const media = await phone(); // only its RTP socket is used
     const { call, from } = await callOut();
     const first = await carrier.inbox.next(isInvite, 15_000);
@@ -270,7 +265,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     await trunk({ address: `127.0.0.1:${b.port}`, priority: 20 });
     await trunk({ address: `127.0.0.1:${a.port}`, priority: 10 });
     await trunk({ address: `127.0.0.1:${c.port}`, priority: 30 });
-    await settle();
     const { call } = await callOut();
     const first = await a.inbox.next(isInvite, 15_000);
     reply(a, first, "503 Service Unavailable");
@@ -288,7 +282,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     const b = await ua();
     await trunk({ address: `127.0.0.1:${silent.port}`, priority: 1 });
     await trunk({ address: `127.0.0.1:${b.port}`, priority: 2 });
-    await settle();
     const { call } = await callOut();
     await silent.inbox.next(isInvite, 15_000); // retransmitted, never answered
     const invite = await b.inbox.next(isInvite, 20_000);
@@ -327,7 +320,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     "takes an INVITE from a trunk network to a held number (%s): its handler answers, RTP flows",
     async (_, spell) => {
       await trunk({ address: "192.0.2.10", inboundNetworks: ["127.0.0.1/32"] });
-      await settle();
       const { number, project } = await owner(true);
       const before = handler.requests.length;
       const p = await phone();
@@ -355,7 +347,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
 
   it("answers 404 to a trunk's INVITE for a number nobody holds", async () => {
     await trunk({ address: "192.0.2.10", inboundNetworks: ["127.0.0.0/24"] });
-    await settle();
     const p = await phone();
     const { branch } = p.invite(`sip:+61255599999@127.0.0.1:${sipPort}`, {
       from: `sip:${FAR_NUMBER}@192.0.2.10`,
@@ -381,7 +372,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     ],
   ])("answers a trunk's INVITE to %s with 404", async (_, uri, to, reason) => {
     await trunk({ address: "192.0.2.10", inboundNetworks: ["127.0.0.1/32"] });
-    await settle();
     const p = await phone();
     const { branch } = p.invite(uri.startsWith("sip:") ? `${uri}:${sipPort}` : uri, {
       from: `sip:${FAR_NUMBER}@192.0.2.10`,
@@ -396,7 +386,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
 
   it("refuses an INVITE to a held number from outside every trunk's networks (no open relay)", async () => {
     await trunk({ address: "192.0.2.10", inboundNetworks: ["192.0.2.0/24"] });
-    await settle();
     const { number } = await owner(true);
     const before = handler.requests.length;
     const p = await phone();
@@ -434,7 +423,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("sends a PSTN_TRUNK domain's call out through the trunk: ringing and busy mapped back", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}` });
-    await settle();
     const fqdn = await pstnDomain();
     const p = await phone();
     const { branch } = p.invite(`sip:${FAR_NUMBER}@${fqdn}`, { from: "sip:+61255500001@127.0.0.1" });
@@ -454,7 +442,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("sends a tel: INVITE from a PSTN_TRUNK domain's endpoint (its From naming the domain) out through the trunk", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}` });
-    await settle();
     const fqdn = await pstnDomain();
     const p = await phone();
     const { branch } = p.invite(`tel:${FAR_NUMBER}`, { from: `sip:+61255500001@${fqdn}` });
@@ -474,7 +461,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("refuses a tel: INVITE naming no domain from outside every trunk's networks: nothing goes out (no open relay)", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}`, inboundNetworks: ["192.0.2.0/24"] });
-    await settle();
     await pstnDomain(); // a PSTN_TRUNK domain for 127.0.0.1 exists, but the INVITE does not name it
     const p = await phone();
     const { branch } = p.invite(`tel:${FAR_NUMBER}`, { from: "sip:+61255500001@127.0.0.1" });
@@ -489,7 +475,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("passes a PSTN_TRUNK caller's CANCEL on to the trunk", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}` });
-    await settle();
     const fqdn = await pstnDomain();
     const p = await phone();
     const uri = `sip:${FAR_NUMBER}@${fqdn}`;
@@ -513,7 +498,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("answers a PSTN_TRUNK caller when the trunk answers, bridges their audio; a BYE on one side reaches the other", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}` });
-    await settle();
     const fqdn = await pstnDomain();
     const p = await phone();
     const far = await phone(); // the far end's RTP socket
@@ -559,7 +543,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("<Call>s a number through the trunk (answering its 401) and bridges it with the SIP caller, who is the caller ID", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}`, username: "acct-7", password: "s3cret" });
-    await settle();
     const project = await newProject(database.db);
     const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
       parent: project,
@@ -659,7 +642,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
       sipTrunk: { address: `127.0.0.1:${port}`, transport: SipTrunk_Transport.TCP, enabled: true },
     });
     trunkNames.push(created.name);
-    await settle();
     const { call } = await callOut();
     const invite = await server.next(isInvite);
     expect(
@@ -673,7 +655,6 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("ends a PSTN_TRUNK caller's leg with BYE when the trunk hangs up", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}` });
-    await settle();
     const fqdn = await pstnDomain();
     const p = await phone();
     const far = await phone();

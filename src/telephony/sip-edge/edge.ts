@@ -40,7 +40,7 @@ import { VoiceStore } from "../../voice/sip-domains/repository.js";
 import { SipCaptureRepository } from "../../voice/sip-info/repository.js";
 import { Registrar } from "../../voice/sip-registrations/registrar.js";
 import { SipTrunksRepository } from "../../voice/sip-trunks/repository.js";
-import { TrunkRouting } from "../../voice/sip-trunks/routing.js";
+import { sipTrunkChangesOf, TrunkRouting } from "../../voice/sip-trunks/routing.js";
 import { SecretBox } from "../../voice/sip-trunks/secret-box.js";
 import { cachedSipCredentials } from "../../voice/sip-users/credentials-cache.js";
 import { SipUsersDomain } from "../../voice/sip-users/domain.js";
@@ -215,14 +215,17 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   const engine = options.engine;
   const router = engine?.options.carrier instanceof CarrierRouter ? engine.options.carrier : undefined;
   let sipCarrier: SipCarrier | undefined;
+  let stopTrunkChanges = () => {};
   if (engine !== undefined && router !== undefined) {
     const sipDomains = new SipDomainsDomain(store, options.clock, config.sipDomains, users);
-    // Carrier trunks: read from the database with a short cache (every replica sees admin changes).
+    // Carrier trunks: read from the database with a short cache (every replica sees admin changes),
+    // forgotten at once when this process changes one.
     const trunks = new TrunkRouting(
       new SipTrunksRepository(options.db),
       new SecretBox(config.sipCredentialsKey),
       options.clock,
     );
+    stopTrunkChanges = sipTrunkChangesOf(options.db).subscribe(() => trunks.invalidate());
     const toTrunks = trunkTargets({ trunks: () => trunks.trunks() });
     const toSip = outboundTargets({ registrar, baseDomain: config.sipDomains.baseDomain });
     const carrier = new SipCarrier({
@@ -276,6 +279,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     carrier: sipCarrier,
     capture: capture ?? { attach: () => {}, flush: async () => {} },
     async close() {
+      stopTrunkChanges();
       if (sipCarrier !== undefined) router?.detachSip(sipCarrier);
       await endpoint.close();
       await capture?.close();

@@ -28,6 +28,7 @@ import { isUniqueViolation } from "../../db/client.js";
 import type { SipTrunkRow, SipTrunkTransportValue } from "../../db/schema/index.js";
 import { parseIpv4, validateCidrBlocks } from "../sip-domains/cidr.js";
 import { SIP_TRUNK_KEY, type SipTrunksRepository } from "./repository.js";
+import { sipTrunkChangesOf } from "./routing.js";
 import type { SecretBox } from "./secret-box.js";
 
 export const RESOURCE_TYPE = "admin.switchboard/SipTrunk";
@@ -225,6 +226,7 @@ export class SipTrunksDomain {
         createTime: now,
         updateTime: now,
       });
+      this.changed();
       return this.view(row);
     } catch (err) {
       if (isUniqueViolation(err, SIP_TRUNK_KEY)) {
@@ -251,6 +253,15 @@ export class SipTrunksDomain {
 
   /** Updates a trunk; `plan` computes the new settings from the current trunk, or undefined for no change. */
   async update(id: string, plan: (current: SipTrunk) => SipTrunkSettings | undefined): Promise<SipTrunk> {
+    const updated = await this.updateInTransaction(id, plan);
+    this.changed();
+    return updated;
+  }
+
+  private updateInTransaction(
+    id: string,
+    plan: (current: SipTrunk) => SipTrunkSettings | undefined,
+  ): Promise<SipTrunk> {
     return this.repo.transaction(async (repo) => {
       const row = await repo.find(id, true);
       if (row === undefined) throw notFound(RESOURCE_TYPE, sipTrunkName(id));
@@ -288,6 +299,12 @@ export class SipTrunksDomain {
 
   async delete(id: string): Promise<void> {
     if (!(await this.repo.delete(id))) throw notFound(RESOURCE_TYPE, sipTrunkName(id));
+    this.changed();
+  }
+
+  /** After a change committed: this process's trunk routing reads the list again. */
+  private changed(): void {
+    sipTrunkChangesOf(this.repo.db).changed(undefined);
   }
 
   /**

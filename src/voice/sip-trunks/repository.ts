@@ -8,7 +8,7 @@ import { type NewSipTrunkRow, type SipTrunkRow, sipTrunks as t } from "../../db/
 export const SIP_TRUNK_KEY = "sip_trunks_pkey";
 
 export class SipTrunksRepository {
-  constructor(private readonly db: DbOrTx) {}
+  constructor(readonly db: DbOrTx) {}
 
   async insert(row: NewSipTrunkRow): Promise<SipTrunkRow> {
     const [inserted] = await this.db.insert(t).values(row).returning();

@@ -5,7 +5,8 @@
  * The database is the truth, on every replica: the list is read from it and
  * kept for at most `TRUNK_CACHE_SECONDS` (2 s), so an admin API change —
  * made on any replica — takes effect within that time everywhere, without
- * a database read per call. Reads while one is under way share it. A read
+ * a database read per call; on the replica that made it, at once (the
+ * change is announced in-process, `sipTrunkChangesOf`). Reads while one is under way share it. A read
  * that fails keeps the last list (logged by the caller) rather than failing
  * calls while the database blips; with no list yet it throws.
  *
@@ -14,11 +15,15 @@
  * challenges then go unanswered and the call fails over to the next trunk.
  */
 import type { Clock } from "../../clock.js";
+import { type Changes, changesPerDatabase } from "../../db/changes.js";
 import type { SipTrunkRow } from "../../db/schema/index.js";
 import type { SipTrunk } from "./domain.js";
 import { type SecretBox, SecretBoxError } from "./secret-box.js";
 
 export const TRUNK_CACHE_SECONDS = 2;
+
+/** In-process news that `db`'s trunks changed (SipTrunksDomain tells, after the change committed). */
+export const sipTrunkChangesOf: (db: object) => Changes<string> = changesPerDatabase<string>();
 
 /** A trunk as calls use it. */
 export interface RoutedTrunk extends SipTrunk {
