@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, isUniqueViolation, openEmbedded } from "../../src/db/client.js";
 import { startPgliteThread } from "../../src/db/pglite-thread.js";
 import { resultRows } from "../../src/numbering/rows.js";
+import { describeEmbedded } from "../support/db.js";
 
 const root = mkdtempSync(join(tmpdir(), "sb-embedded-"));
 const template = join(root, "template");
@@ -37,7 +38,7 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-describe("the embedded database thread", () => {
+describeEmbedded("the embedded database thread", () => {
   const dataDir = join(root, "data");
   let database: Database;
 
@@ -129,7 +130,7 @@ describe("the embedded database thread", () => {
   });
 });
 
-describe("opening the embedded database", () => {
+describeEmbedded("opening the embedded database", () => {
   it("initialises an empty data directory when there is no template", async () => {
     const database = await openEmbedded(join(root, "fresh"), undefined);
     try {

@@ -21,6 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../support/build.js";
+import { describeEmbedded } from "../support/db.js";
 import { freePort, launch, type Proc } from "../support/process.js";
 
 const ROOT = join(import.meta.dirname, "../..");
@@ -90,7 +91,7 @@ const docsFiles = readdirSync(join(ROOT, "docs"))
   .map((f) => `docs/${f}`)
   .filter((f) => shellBlocks(f).length > 0);
 
-describe("shell examples of README.md and docs/", () => {
+describeEmbedded("shell examples of README.md and docs/", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "sb-examples-"));
   // The examples run in a directory of their own: files they write stay out of the checkout.
   const workDir = join(dataDir, "work");

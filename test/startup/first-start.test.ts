@@ -28,6 +28,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { type Database, openEmbedded } from "../../src/db/client.js";
 import { resultRows } from "../../src/numbering/rows.js";
 import { ensureBuilt } from "../support/build.js";
+import { describeEmbedded } from "../support/db.js";
 import { launch, type Proc } from "../support/process.js";
 
 const root = mkdtempSync(join(tmpdir(), "sb-first-start-"));
@@ -119,7 +120,7 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-describe("a first start interrupted while it makes the embedded data directory", () => {
+describeEmbedded("a first start interrupted while it makes the embedded data directory", () => {
   // Points of the copy: its first files, the middle, the last file, and the
   // complete (flushed) directory before its rename.
   const points = (): (number | "complete")[] => [
@@ -182,7 +183,7 @@ describe("a first start interrupted while it makes the embedded data directory",
   }, 300_000);
 });
 
-describe("the compiled service (dist/server.js) stopped at once on its first start", () => {
+describeEmbedded("the compiled service (dist/server.js) stopped at once on its first start", () => {
   beforeAll(ensureBuilt, 600_000);
 
   it("exits 0 on a SIGTERM as it makes its data directory, and the next start opens a working database", async () => {
@@ -214,7 +215,7 @@ describe("the compiled service (dist/server.js) stopped at once on its first sta
   }, 300_000);
 });
 
-describe("leftovers of interrupted creations", () => {
+describeEmbedded("leftovers of interrupted creations", () => {
   it("are removed at the next start when their process is gone, and left alone while it runs", async () => {
     const dataDir = join(root, "leftovers");
     mkdirSync(dataDir);
@@ -264,7 +265,7 @@ describe("leftovers of interrupted creations", () => {
   }, 300_000);
 });
 
-describe("a data directory that cannot be opened", () => {
+describeEmbedded("a data directory that cannot be opened", () => {
   /** The service started on `dataDir` (not the fixture: no pause, no template). */
   function start(dataDir: string): Proc {
     return launch(process.execPath, ["--import", "tsx", "src/start.ts"], {

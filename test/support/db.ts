@@ -142,6 +142,22 @@ export function describePostgres(name: string, fn: () => void): void {
   else describe.skip(`${name} ${NEEDS_POSTGRES}`, fn);
 }
 
+/** Why a suite about the embedded database did not run in CI's PostgreSQL run. */
+export const EMBEDDED_RAN_ALREADY =
+  "(skipped: the embedded database's own suite, run without TEST_BACKENDS=postgres)";
+
+/**
+ * A describe block about the embedded database itself (its first start, its
+ * thread, the README's session on it), which does not change with
+ * TEST_DATABASE_URL: it runs, but under TEST_BACKENDS=postgres (CI's second
+ * run, after a run on the embedded database alone: .ci/run), where it would
+ * only run the same thing again, it is registered skipped with the reason.
+ */
+export function describeEmbedded(name: string, fn: () => void): void {
+  if (process.env.TEST_BACKENDS === "postgres") describe.skip(`${name} ${EMBEDDED_RAN_ALREADY}`, fn);
+  else describe(name, fn);
+}
+
 /** Opens a database of `backend` for the enclosing describe block and closes it after. */
 export function useTestDatabase(backend: TestBackend): { readonly db: Db; readonly url: string | undefined } {
   let database: TestDatabase | undefined;
