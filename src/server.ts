@@ -204,7 +204,10 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   // The call engine drives the calls created through this process's API.
   const engine = createCallEngine(
     { config, clock, log, db: database, kickWebhooks, recordings },
-    options.scheduler === undefined ? {} : { scheduler: options.scheduler },
+    {
+      rememberSigningKeys: true,
+      ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+    },
   );
   // (Not on the embedded database: one process's, so there is no other replica.)
   const blobSharing =

@@ -46,6 +46,7 @@ import type { Db } from "./db/client.js";
 import { WebhookDeliveriesDomain, webhookDeliveriesService } from "./events/admin-service.js";
 import { webhookInspectorService } from "./events/inspector-service.js";
 import { WebhookEventsRepository } from "./events/repository.js";
+import { cachedSigningKeys } from "./events/signing-keys.js";
 import type { Logger } from "./log.js";
 import { sharedSpeech } from "./media/speech/index.js";
 import { MessagesDomain } from "./messaging/messages/domain.js";
@@ -75,6 +76,7 @@ import { CallsDomain } from "./voice/calls/domain.js";
 import { CallEngine } from "./voice/calls/engine.js";
 import { IncomingCalls } from "./voice/calls/incoming.js";
 import { callsService } from "./voice/calls/service.js";
+import { signingKeyOf } from "./voice/calls/writes.js";
 import { sipDomainAdminService } from "./voice/sip-domains/admin-service.js";
 import { SipDomainsDomain } from "./voice/sip-domains/domain.js";
 import { VoiceStore } from "./voice/sip-domains/repository.js";
@@ -134,15 +136,23 @@ export function createMessageNetwork(
  */
 export function createCallEngine(
   deps: Omit<Deps, "engine">,
-  options: { scheduler?: Scheduler } = {},
+  options: { scheduler?: Scheduler; rememberSigningKeys?: boolean } = {},
 ): CallEngine {
   const carrier = createSimulatorCarrier(deps.db, deps.clock, deps.config, {
     speech: sharedSpeech(),
     ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
   });
   const kick = deps.kickWebhooks;
+  // Projects' signing keys remembered until rotated (src/events/signing-keys.ts): the service's own
+  // engine; others (an API without a server, in tests) read them each time and open no LISTEN connection.
+  const signingKeys = options.rememberSigningKeys
+    ? cachedSigningKeys(deps.db, (projectId) => signingKeyOf(deps.db, projectId), deps.log)
+    : undefined;
   return new CallEngine({
     db: deps.db,
+    ...(signingKeys === undefined
+      ? {}
+      : { signingKeys: { get: (projectId) => signingKeys.cache.get(projectId), close: signingKeys.close } }),
     // The simulator until the SIP edge starts and attaches its carrier (src/telephony/carrier-router.ts).
     carrier: new CarrierRouter(carrier),
     scheduler: carrier.scheduler,

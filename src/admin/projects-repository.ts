@@ -3,6 +3,7 @@ import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.j
 import { credentialChangesOf, notifyCredentialChange } from "../auth/credential-cache.js";
 import type { Db } from "../db/client.js";
 import { type NewProjectRow, type ProjectRow, projects } from "../db/schema/admin.js";
+import { notifySigningKeyChange, signingKeyChangesOf } from "../events/signing-keys.js";
 
 export class ProjectsRepository {
   constructor(private readonly db: Db) {}
@@ -32,19 +33,31 @@ export class ProjectsRepository {
     const row = await this.db.transaction(async (tx) => {
       const [deleted] = await tx.delete(projects).where(eq(projects.id, id)).returning();
       // The bindings went with it: every replica's credential cache forgets every key on commit.
-      if (deleted) await notifyCredentialChange(tx, undefined);
+      if (deleted) {
+        await notifyCredentialChange(tx, undefined);
+        await notifySigningKeyChange(tx, id);
+      }
       return deleted;
     });
-    if (row) credentialChangesOf(this.db).changed(undefined);
+    if (row) {
+      credentialChangesOf(this.db).changed(undefined);
+      signingKeyChangesOf(this.db).changed(id);
+    }
     return row;
   }
 
+  /** Replaces the project's signing key; every replica's call engine uses the new one from the commit on. */
   async setSigningKey(id: string, key: string, at: Date): Promise<ProjectRow | undefined> {
-    const [row] = await this.db
-      .update(projects)
-      .set({ signingKey: key, signingKeyCreateTime: at })
-      .where(eq(projects.id, id))
-      .returning();
+    const row = await this.db.transaction(async (tx) => {
+      const [updated] = await tx
+        .update(projects)
+        .set({ signingKey: key, signingKeyCreateTime: at })
+        .where(eq(projects.id, id))
+        .returning();
+      if (updated) await notifySigningKeyChange(tx, id);
+      return updated;
+    });
+    if (row) signingKeyChangesOf(this.db).changed(id);
     return row;
   }
 

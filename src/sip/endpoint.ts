@@ -12,7 +12,7 @@
  * registers handlers per method and sends requests through client
  * transactions. The endpoint knows nothing of calls.
  */
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomFillSync } from "node:crypto";
 import type { Scheduler } from "../telephony/scheduler.js";
 import { SipParseError } from "./errors.js";
 import { clientKey, responseKey, serverKey } from "./matching.js";
@@ -99,8 +99,24 @@ const KNOWN_METHODS = new Set([
 
 const SCHEMES = new Set(["sip", "sips", "tel"]);
 
+/** Random bytes for tokens, filled 4 KiB at a time (like crypto.randomUUID's cache). */
+const tokenPool = Buffer.allocUnsafe(4096);
+let tokenOffset = tokenPool.length;
+
+/**
+ * `bytes` random bytes in hex, for tags, branches and Call-IDs: from a pool
+ * that the CSPRNG refills 4 KiB at a time, since a fresh `randomBytes` per
+ * token cost a system call each, several per SIP transaction.
+ */
 export function randomToken(bytes = 8): string {
-  return randomBytes(bytes).toString("hex");
+  if (bytes > tokenPool.length) return randomBytes(bytes).toString("hex");
+  if (tokenOffset + bytes > tokenPool.length) {
+    randomFillSync(tokenPool);
+    tokenOffset = 0;
+  }
+  const token = tokenPool.toString("hex", tokenOffset, tokenOffset + bytes);
+  tokenOffset += bytes;
+  return token;
 }
 
 export class SipEndpoint {

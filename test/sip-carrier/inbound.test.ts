@@ -74,7 +74,7 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
   async function domain(
     markup: string,
     options: { mode?: Mode; user?: boolean } = {},
-  ): Promise<{ fqdn: string; project: string }> {
+  ): Promise<{ fqdn: string; project: string; name: string }> {
     const path = `/m${Math.random().toString(36).slice(2)}`;
     const project = await newProject(database.db);
     const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
@@ -97,7 +97,7 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
       res.setHeader("content-type", "application/xml");
       res.end(req.path.startsWith(path) ? xml(markup) : xml(""));
     });
-    return { fqdn: d.fqdn, project };
+    return { fqdn: d.fqdn, project, name: d.name };
   }
 
   const final = (branch: string) => (m: Received) => m.text.includes(branch) && (m.status ?? 0) >= 200;
@@ -199,6 +199,36 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
     expect(res.status).toBe(403);
     expect(res.reason).toContain("TERMINATION_DISABLED");
     expect(await database.db.select().from(calls).where(eq(calls.sipCallId, p.callId))).toEqual([]);
+  });
+
+  it("acts at once on a change to the domain or its users that this replica made (no cache delay)", async () => {
+    const { fqdn, name } = await domain("<Say>never</Say>", { mode: Mode.TERMINATION_MODE_DISABLED });
+    const users = createTestClient(SipUsers, database.db, systemClock);
+    const p = await phone();
+    const uri = `sip:1001@${fqdn}`;
+    const attempt = async () => {
+      const { branch, cseq } = p.invite(uri);
+      const res = await p.sip.inbox.next(final(branch));
+      if ((res.status ?? 0) >= 300) p.inDialog("ACK", uri, { cseq });
+      return res;
+    };
+    // Read once: the domain and "no users" are remembered.
+    expect((await attempt()).reason).toContain("TERMINATION_DISABLED");
+    // A user created: the next INVITE is challenged.
+    const alice = await users.createSipUser({
+      parent: name,
+      sipUserId: "alice",
+      sipUser: { username: "alice", password: "s3cret-pass" },
+    });
+    expect((await attempt()).status).toBe(401);
+    // The user deleted: no challenge any more.
+    await users.deleteSipUser({ name: alice.name });
+    expect((await attempt()).reason).toContain("TERMINATION_DISABLED");
+    // The domain deleted: 404 at once.
+    await createTestClient(SipDomains, database.db, systemClock).deleteSipDomain({ name });
+    const gone = await attempt();
+    expect(gone.status).toBe(404);
+    expect(gone.reason).toContain("DOMAIN_DELETED");
   });
 
   it("refuses a PSTN_TRUNK domain with 503 while no carrier trunk is enabled, and records no call", async () => {

@@ -58,6 +58,31 @@ describe("DomainCache", () => {
     expect(inner.reads).toEqual(["a", "b", "c", "a"]);
   });
 
+  it("forgets a domain at once, and does not store a read that began before", async () => {
+    const inner = table(["a", "b"]);
+    const cache = new DomainCache(inner, { now: () => 0 });
+    await cache.findById("a");
+    await cache.findById("b");
+    cache.forget("a");
+    await cache.findById("a");
+    await cache.findById("b");
+    expect(inner.reads).toEqual(["a", "b", "a"]);
+    const racing = cache.findById("c-unknown");
+    const reading = (async () => {
+      cache.forget(undefined);
+      return cache.findById("b");
+    })();
+    await racing;
+    await reading;
+    expect(inner.reads).toEqual(["a", "b", "a", "c-unknown", "b"]);
+    // A read racing with forget() is returned but not kept.
+    const stale = cache.findById("a");
+    cache.forget("a");
+    await stale;
+    await cache.findById("a");
+    expect(inner.reads.filter((id) => id === "a")).toHaveLength(4);
+  });
+
   it("with a TTL of 0 reads every time", async () => {
     const inner = table(["a"]);
     const cache = new DomainCache(inner, { ttlMs: 0, now: () => 0 });

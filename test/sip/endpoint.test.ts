@@ -9,7 +9,7 @@ import net from "node:net";
 import tls from "node:tls";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import type { EndpointEvent, SipEndpoint } from "../../src/sip/endpoint.js";
+import { type EndpointEvent, randomToken, type SipEndpoint } from "../../src/sip/endpoint.js";
 import { SipBindError } from "../../src/sip/transport.js";
 import { makeTestPki } from "../support/tls-ca.js";
 import { startEndpoint, TcpUa, tcpPort, UdpUa, udpPort } from "./ua.js";
@@ -44,6 +44,21 @@ ${extra}Content-Length: 0
 
 `;
 }
+
+describe("randomToken", () => {
+  it("gives hex tokens of the asked length, all different across the pool's refills", () => {
+    const seen = new Set<string>();
+    // 3,000 tokens of 8 bytes: the 4 KiB pool is refilled five times.
+    for (let i = 0; i < 3000; i++) {
+      const token = randomToken();
+      expect(token).toMatch(/^[0-9a-f]{16}$/);
+      seen.add(token);
+    }
+    expect(seen.size).toBe(3000);
+    expect(randomToken(3)).toMatch(/^[0-9a-f]{6}$/);
+    expect(randomToken(5000)).toMatch(/^[0-9a-f]{10000}$/);
+  });
+});
 
 describe("SipEndpoint", () => {
   it("answers OPTIONS 200 with Allow and Accept, stamping received on the Via", async () => {

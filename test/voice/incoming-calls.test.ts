@@ -110,6 +110,32 @@ describe.each(testDatabases())("incoming calls on $name", (backend) => {
     expect(events).toEqual([]);
   });
 
+  it("signs the handler's requests with the project's current key: a rotation applies to the next call", async () => {
+    const { project, number } = await single([`${handler.base}/rotating`]);
+    serve({ "/rotating": xml("<Say>Hello</Say>") });
+    const first = await simulator.injectIncomingCall({ to: number, from: CALLER });
+    await runToEnd(first.call);
+    const before = await keyOf(database.db, project);
+    const signedBefore = handler.requests.filter((r) => r.path === "/rotating");
+    expect(signedBefore).toHaveLength(1);
+    expectSigned(signedBefore[0]!, before, `${handler.base}/rotating`);
+
+    const rotated = await fetch(`${harness.base}/admin/v1/${project}/signingKey:rotate`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${TEST_OPERATOR_TOKEN}` },
+      body: "{}",
+    });
+    expect(rotated.status).toBe(200);
+    const after = await keyOf(database.db, project);
+    expect(after.equals(before)).toBe(false);
+
+    const second = await simulator.injectIncomingCall({ to: number, from: CALLER });
+    await runToEnd(second.call);
+    const signedAfter = handler.requests.filter((r) => r.path === "/rotating");
+    expect(signedAfter).toHaveLength(2);
+    expectSigned(signedAfter[1]!, after, `${handler.base}/rotating`);
+  });
+
   it("a private call to a number inside a range (REST): the range's instance takes it, no from", async () => {
     const project = await newProject(database.db);
     const c = numberingClients(database.db, scheduler.clock);

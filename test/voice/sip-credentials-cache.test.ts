@@ -35,6 +35,12 @@ function directory(): CredentialsLookup & { reads: number; users: Map<string, Si
       await new Promise((r) => setTimeout(r, 2));
       return row;
     },
+    async hasUsers(domain: { projectId: string; id: string }) {
+      d.reads++;
+      const found = [...users.keys()].some((k) => k.startsWith(`${domain.id}/`));
+      await new Promise((r) => setTimeout(r, 2));
+      return found;
+    },
   };
   return d;
 }
@@ -92,6 +98,30 @@ describe("SipCredentialsCache", () => {
     cache.invalidate("d1");
     expect((await racing)?.ha1Md5).toBe("old");
     expect((await cache.credentials("d1", "alice"))?.ha1Md5).toBe("new");
+  });
+
+  it("remembers whether a domain has users until the domain's users change", async () => {
+    const dir = directory();
+    const cache = new SipCredentialsCache(dir);
+    const d1 = { projectId: "p", id: "d1" };
+    expect(await cache.hasUsers(d1)).toBe(false);
+    expect(await cache.hasUsers(d1)).toBe(false);
+    expect(dir.reads).toBe(1);
+    // A user is created: until its domain is invalidated the memory says none...
+    dir.users.set("d1/alice", alice("d1"));
+    cache.invalidate("d2");
+    expect(await cache.hasUsers(d1)).toBe(false);
+    // ...and the invalidation that creating a user sends makes it ask again.
+    cache.invalidate("d1");
+    expect(await cache.hasUsers(d1)).toBe(true);
+    expect(await cache.hasUsers(d1)).toBe(true);
+    expect(dir.reads).toBe(2);
+    // A read racing with an invalidation is not stored.
+    const racing = cache.hasUsers(d1);
+    dir.users.delete("d1/alice");
+    cache.invalidate(undefined);
+    expect(await racing).toBe(true);
+    expect(await cache.hasUsers(d1)).toBe(false);
   });
 
   it("neither serves nor stores while invalidations cannot reach it", async () => {
@@ -160,5 +190,43 @@ describePostgres("SIP credentials of another replica's change", () => {
     }
     expect(after?.ha1Md5).not.toBe(before?.ha1Md5);
     expect(cached.cache.misses).toBeGreaterThan(misses);
+  });
+
+  it("learns that a domain without users got one through another connection (NOTIFY on create)", async () => {
+    const other = openPostgres(database.url!);
+    closers.push(other.close);
+    const log = createLogger("silent");
+    const mine = new SipUsersDomain(new VoiceStore(other.db), systemClock, { baseDomain: "sip.example" });
+    const cached = cachedSipCredentials(other.db, mine, log);
+    closers.push(cached.close);
+    const domains = createTestClient(SipDomains, database.db, systemClock);
+    const users = createTestClient(SipUsers, database.db, systemClock);
+    const d = await domains.createSipDomain({
+      parent: await newProject(database.db),
+      sipDomainId: newSipDomainId("cn"),
+      sipDomain: { allowRegister: true },
+    });
+    const ref = { projectId: d.name.split("/")[1]!, id: d.sipDomainId };
+    // Wait until the answer "no users" is remembered (the LISTEN connection is up).
+    for (let i = 0; i < 200; i++) {
+      const misses = cached.cache.misses;
+      expect(await cached.cache.hasUsers(ref)).toBe(false);
+      if (cached.cache.misses === misses) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const misses = cached.cache.misses;
+    expect(await cached.cache.hasUsers(ref)).toBe(false);
+    expect(cached.cache.misses).toBe(misses);
+    await users.createSipUser({
+      parent: d.name,
+      sipUserId: "bob",
+      sipUser: { username: "bob", password: "a-password-1" },
+    });
+    let has = false;
+    for (let i = 0; i < 200 && !has; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      has = await cached.cache.hasUsers(ref);
+    }
+    expect(has).toBe(true);
   });
 });

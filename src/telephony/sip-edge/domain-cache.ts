@@ -7,7 +7,12 @@
  * deletion) reaches this replica's edge within that time; unknown domains
  * are never kept (a domain just created works at once, and random names
  * cannot fill the memory). At most `maxEntries` rows, the oldest dropped
- * first. Two reads of one domain at once share the database read.
+ * first. Two reads of one domain at once share the database read. A change
+ * this process makes is forgotten at once (`forget`, which the edge calls
+ * on sipDomainChangesOf); a read that began before it is not stored.
+ *
+ * Call resolution (SipDomainsDomain.resolveSipCall: authorization rules 1-5)
+ * reads through it too, so an INVITE reads its domain once, not twice.
  */
 import type { SipDomainRow } from "../../db/schema/index.js";
 
@@ -32,6 +37,8 @@ export class DomainCache implements DomainLookup {
   private readonly now: () => number;
   /** Reads that reached the database (for tests and diagnostics). */
   misses = 0;
+  /** Bumped by `forget`: a read that began before is not stored. */
+  private generation = 0;
 
   constructor(
     private readonly inner: DomainLookup,
@@ -40,6 +47,13 @@ export class DomainCache implements DomainLookup {
     this.ttlMs = options.ttlMs ?? DEFAULT_DOMAIN_TTL_MS;
     this.maxEntries = options.maxEntries ?? 10_000;
     this.now = options.now ?? (() => performance.now());
+  }
+
+  /** Forgets a domain (undefined: every one), e.g. when this process changed it; a read under way is not stored. */
+  forget(id: string | undefined): void {
+    this.generation++;
+    if (id === undefined) this.entries.clear();
+    else this.entries.delete(id);
   }
 
   findById(id: string): Promise<SipDomainRow | undefined> {
@@ -51,10 +65,11 @@ export class DomainCache implements DomainLookup {
     const pending = this.reading.get(id);
     if (pending !== undefined) return pending;
     this.misses++;
+    const generation = this.generation;
     const read = this.inner
       .findById(id)
       .then((row) => {
-        if (row !== undefined && this.ttlMs > 0) {
+        if (row !== undefined && this.ttlMs > 0 && generation === this.generation) {
           if (this.entries.size >= this.maxEntries) {
             const oldest = this.entries.keys().next();
             if (!oldest.done) this.entries.delete(oldest.value);

@@ -35,6 +35,7 @@ import { RefusalLogThrottle } from "../../sip/guard-log.js";
 import { SipBindError, type TransportName } from "../../sip/transport.js";
 import type { CallEngine } from "../../voice/calls/engine.js";
 import { IncomingCalls } from "../../voice/calls/incoming.js";
+import { sipDomainChangesOf } from "../../voice/sip-domains/changes.js";
 import { SipDomainsDomain } from "../../voice/sip-domains/domain.js";
 import { VoiceStore } from "../../voice/sip-domains/repository.js";
 import { SipCaptureRepository } from "../../voice/sip-info/repository.js";
@@ -188,11 +189,12 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   // A REGISTER or INVITE and its answer to the challenge read the domain once (./domain-cache.ts),
   // and users' credentials are remembered until they change (credentials-cache.ts).
   const domainRows = new DomainCache(store.sipDomains);
+  const stopDomainChanges = sipDomainChangesOf(options.db).subscribe((id) => domainRows.forget(id));
   const credentials = cachedSipCredentials(options.db, users, log, options.listenForChanges ?? true);
   const edgeUsers = {
     credentials: (sipDomainId: string, username: string) =>
       credentials.cache.credentials(sipDomainId, username),
-    hasUsers: (domain: { projectId: string; id: string }) => users.hasUsers(domain),
+    hasUsers: (domain: { projectId: string; id: string }) => credentials.cache.hasUsers(domain),
   };
   endpoint.onRequest(
     "REGISTER",
@@ -217,7 +219,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
   let sipCarrier: SipCarrier | undefined;
   let stopTrunkChanges = () => {};
   if (engine !== undefined && router !== undefined) {
-    const sipDomains = new SipDomainsDomain(store, options.clock, config.sipDomains, users);
+    const sipDomains = new SipDomainsDomain(store, options.clock, config.sipDomains, edgeUsers, domainRows);
     // Carrier trunks: read from the database with a short cache (every replica sees admin changes),
     // forgotten at once when this process changes one.
     const trunks = new TrunkRouting(
@@ -280,6 +282,7 @@ export async function startSipEdge(options: SipEdgeOptions): Promise<SipEdge> {
     capture: capture ?? { attach: () => {}, flush: async () => {} },
     async close() {
       stopTrunkChanges();
+      stopDomainChanges();
       if (sipCarrier !== undefined) router?.detachSip(sipCarrier);
       await endpoint.close();
       await capture?.close();

@@ -95,6 +95,12 @@ export interface CallEngineOptions {
   kick?: () => void;
   /** Liveness heartbeat interval (ENGINE_HEARTBEAT_SECONDS); default 10. */
   heartbeatSeconds?: number;
+  /**
+   * Projects' webhook signing keys (default: read each time). The service
+   * passes a memory of them that forgets a rotated key at once
+   * (src/events/signing-keys.ts); the engine closes it when it stops.
+   */
+  signingKeys?: { get(projectId: string): Promise<string | undefined>; close?(): Promise<void> };
   /** How long a recording's end is tried again once the engine stops (ms; tests shorten it). */
   workRetryMs?: number;
 }
@@ -336,10 +342,11 @@ export class CallEngine {
     );
     await this.idle();
     await this.liveness.stop();
+    await this.options.signingKeys?.close?.();
   }
 
   async signingKey(projectId: string): Promise<string> {
-    const key = await signingKeyOf(this.options.db, projectId);
+    const key = await (this.options.signingKeys?.get(projectId) ?? signingKeyOf(this.options.db, projectId));
     if (key === undefined) throw new Error(`project ${projectId} not found`);
     return key;
   }

@@ -77,6 +77,7 @@ import {
   type SipCallResolution,
   type SipUserDirectory,
 } from "./call-resolution.js";
+import { sipDomainChangesOf } from "./changes.js";
 import { findOverlapAcrossGroups } from "./cidr.js";
 import {
   COLLAB_ALIAS_DISPLAY_NAME,
@@ -96,7 +97,7 @@ import {
   type SipDomain,
   type SipDomainSettings,
 } from "./model.js";
-import { SIP_DOMAIN_ID_KEY, type VoiceStore } from "./repository.js";
+import { SIP_DOMAIN_ID_KEY, type SipDomainsRepository, type VoiceStore } from "./repository.js";
 import {
   cidrBlockViolations,
   newSipDomainViolations,
@@ -126,6 +127,12 @@ export class SipDomainsDomain {
     private readonly clock: Clock,
     private readonly config: SipDomainsConfig,
     private readonly users: SipUserDirectory = NO_SIP_USERS,
+    /**
+     * Where `resolveSipCall` reads a named domain's row: the store by
+     * default; the SIP edge passes its memory of rows (DomainCache), which
+     * forgets a domain this process changes at once (`changing`).
+     */
+    private readonly rows: Pick<SipDomainsRepository, "findById"> = store.sipDomains,
   ) {}
 
   fqdnOf(id: string): string {
@@ -252,42 +259,44 @@ export class SipDomainsDomain {
     ref: ResourceRef,
     plan: (current: SipDomain) => SipDomainSettings | undefined,
   ): Promise<SipDomain> {
-    return this.store.transaction(async (s) => {
-      const current = await this.liveForUpdate(s, ref);
-      const changes = plan(current);
-      if (changes === undefined) return current;
-      const collab = current.type === "COLLAB_DIRECT_ROUTING";
-      if (!sameBlocks(changes.cidrBlocks, current.cidrBlocks)) {
-        if (collab) {
-          throw failedPrecondition(
-            "CIDR_BLOCKS_READ_ONLY",
-            `the cidr_blocks of ${current.name} are the collaboration platform's signalling networks and cannot be changed`,
-            { resource: current.name },
-          );
+    return this.changing(ref.id, () =>
+      this.store.transaction(async (s) => {
+        const current = await this.liveForUpdate(s, ref);
+        const changes = plan(current);
+        if (changes === undefined) return current;
+        const collab = current.type === "COLLAB_DIRECT_ROUTING";
+        if (!sameBlocks(changes.cidrBlocks, current.cidrBlocks)) {
+          if (collab) {
+            throw failedPrecondition(
+              "CIDR_BLOCKS_READ_ONLY",
+              `the cidr_blocks of ${current.name} are the collaboration platform's signalling networks and cannot be changed`,
+              { resource: current.name },
+            );
+          }
+          if (current.domainOptional) {
+            throw failedPrecondition(
+              "CIDR_BLOCKS_MANAGED_BY_OPERATOR",
+              `${current.name} is domain-optional: its cidr_blocks can only be changed by the service operator`,
+              { resource: current.name },
+            );
+          }
         }
-        if (current.domainOptional) {
-          throw failedPrecondition(
-            "CIDR_BLOCKS_MANAGED_BY_OPERATOR",
-            `${current.name} is domain-optional: its cidr_blocks can only be changed by the service operator`,
-            { resource: current.name },
-          );
-        }
-      }
-      const violations = settingsViolations(changes, current.type);
-      if (violations.length > 0) throw invalidArgument(violations);
-      const row = await s.sipDomains.update(ref.projectId, ref.id, {
-        displayName: changes.displayName,
-        allowRegister: changes.allowRegister,
-        callTerminationMode: changes.callTerminationMode ?? "TERMINATION_MODE_DISABLED",
-        callTerminationHandlerUris: changes.callTerminationHandlerUris,
-        callRecording: changes.callRecording ?? null,
-        ...(collab
-          ? { channelLimit: changes.channelLimit || DEFAULT_CHANNEL_LIMIT }
-          : { cidrBlocks: changes.cidrBlocks }),
-        updateTime: this.clock.now(),
-      });
-      return this.view(row!);
-    });
+        const violations = settingsViolations(changes, current.type);
+        if (violations.length > 0) throw invalidArgument(violations);
+        const row = await s.sipDomains.update(ref.projectId, ref.id, {
+          displayName: changes.displayName,
+          allowRegister: changes.allowRegister,
+          callTerminationMode: changes.callTerminationMode ?? "TERMINATION_MODE_DISABLED",
+          callTerminationHandlerUris: changes.callTerminationHandlerUris,
+          callRecording: changes.callRecording ?? null,
+          ...(collab
+            ? { channelLimit: changes.channelLimit || DEFAULT_CHANNEL_LIMIT }
+            : { cidrBlocks: changes.cidrBlocks }),
+          updateTime: this.clock.now(),
+        });
+        return this.view(row!);
+      }),
+    );
   }
 
   /**
@@ -295,13 +304,15 @@ export class SipDomainsDomain {
    * users stay (readable, frozen) but its REGISTER bindings are removed.
    */
   async delete(ref: ResourceRef): Promise<SipDomain> {
-    return this.store.transaction(async (s) => {
-      await this.liveForUpdate(s, ref);
-      await s.sipRegistrations.deleteForDomain(ref.id);
-      const now = this.clock.now();
-      const row = await s.sipDomains.update(ref.projectId, ref.id, { deleteTime: now, updateTime: now });
-      return this.view(row!);
-    });
+    return this.changing(ref.id, () =>
+      this.store.transaction(async (s) => {
+        await this.liveForUpdate(s, ref);
+        await s.sipRegistrations.deleteForDomain(ref.id);
+        const now = this.clock.now();
+        const row = await s.sipDomains.update(ref.projectId, ref.id, { deleteTime: now, updateTime: now });
+        return this.view(row!);
+      }),
+    );
   }
 
   /** The operator's switch (admin API); see the file comment. */
@@ -319,73 +330,77 @@ export class SipDomainsDomain {
       });
     }
     if (violations.length > 0) throw invalidArgument(violations);
-    return this.store.transaction(async (s) => {
-      await s.sipDomains.lockDomainOptional();
-      const current = await this.liveForUpdate(s, ref);
-      if (current.type === "COLLAB_DIRECT_ROUTING") {
-        throw failedPrecondition(
-          "COLLAB_DIRECT_ROUTING_NOT_DOMAIN_OPTIONAL",
-          `${current.name} is of type DOMAIN_TYPE_COLLAB_DIRECT_ROUTING, which is never domain-optional`,
-          { resource: current.name },
-        );
-      }
-      const blocks = cidrBlocks.length > 0 ? cidrBlocks : current.cidrBlocks;
-      if (domainOptional) {
-        const others = await s.sipDomains.listDomainOptional(current.id);
-        const overlap = findOverlapAcrossGroups([
-          { id: current.id, cidrBlocks: blocks.map((b) => b.cidrBlock) },
-          ...others.map((o) => ({ id: o.id, cidrBlocks: o.cidrBlocks.map((b) => b.cidrBlock) })),
-        ]);
-        if (overlap !== null) {
-          const names = new Map([current, ...others.map((o) => this.view(o))].map((d) => [d.id, d.name]));
-          const [mine, theirs] =
-            overlap.b.id === current.id ? [overlap.b, overlap.a] : [overlap.a, overlap.b];
-          const mineName = names.get(mine.id)!;
-          const theirsName = names.get(theirs.id)!;
+    return this.changing(ref.id, () =>
+      this.store.transaction(async (s) => {
+        await s.sipDomains.lockDomainOptional();
+        const current = await this.liveForUpdate(s, ref);
+        if (current.type === "COLLAB_DIRECT_ROUTING") {
           throw failedPrecondition(
-            "CIDR_BLOCKS_OVERLAP",
-            `CIDR block ${mine.cidrBlock} of ${mineName} overlaps ${theirs.cidrBlock} of ${theirsName}, which is domain-optional too: calls could not be matched to one domain`,
-            {
-              resource: mineName,
-              cidr_block: mine.cidrBlock,
-              conflicting_resource: theirsName,
-              conflicting_cidr_block: theirs.cidrBlock,
-            },
+            "COLLAB_DIRECT_ROUTING_NOT_DOMAIN_OPTIONAL",
+            `${current.name} is of type DOMAIN_TYPE_COLLAB_DIRECT_ROUTING, which is never domain-optional`,
+            { resource: current.name },
           );
         }
-      }
-      const row = await s.sipDomains.update(ref.projectId, ref.id, {
-        domainOptional,
-        cidrBlocks: blocks,
-        updateTime: this.clock.now(),
-      });
-      return this.view(row!);
-    });
+        const blocks = cidrBlocks.length > 0 ? cidrBlocks : current.cidrBlocks;
+        if (domainOptional) {
+          const others = await s.sipDomains.listDomainOptional(current.id);
+          const overlap = findOverlapAcrossGroups([
+            { id: current.id, cidrBlocks: blocks.map((b) => b.cidrBlock) },
+            ...others.map((o) => ({ id: o.id, cidrBlocks: o.cidrBlocks.map((b) => b.cidrBlock) })),
+          ]);
+          if (overlap !== null) {
+            const names = new Map([current, ...others.map((o) => this.view(o))].map((d) => [d.id, d.name]));
+            const [mine, theirs] =
+              overlap.b.id === current.id ? [overlap.b, overlap.a] : [overlap.a, overlap.b];
+            const mineName = names.get(mine.id)!;
+            const theirsName = names.get(theirs.id)!;
+            throw failedPrecondition(
+              "CIDR_BLOCKS_OVERLAP",
+              `CIDR block ${mine.cidrBlock} of ${mineName} overlaps ${theirs.cidrBlock} of ${theirsName}, which is domain-optional too: calls could not be matched to one domain`,
+              {
+                resource: mineName,
+                cidr_block: mine.cidrBlock,
+                conflicting_resource: theirsName,
+                conflicting_cidr_block: theirs.cidrBlock,
+              },
+            );
+          }
+        }
+        const row = await s.sipDomains.update(ref.projectId, ref.id, {
+          domainOptional,
+          cidrBlocks: blocks,
+          updateTime: this.clock.now(),
+        });
+        return this.view(row!);
+      }),
+    );
   }
 
   /** VerifyCollabDirectRouting; see the file comment. */
   async verifyCollabDirectRouting(ref: ResourceRef, verificationString: string): Promise<SipDomain> {
     const problem = collabVerificationStringProblem(verificationString);
     if (problem !== undefined) throw badField("verification_string", problem, "verification_string.format");
-    return this.store.transaction(async (s) => {
-      const current = await this.liveForUpdate(s, ref);
-      this.requireCollab(current);
-      if (current.collab!.record === verificationString && current.collab!.verified) return current;
-      const now = this.clock.now();
-      const accepted = platformAccepts(
-        current.fqdn,
-        verificationString,
-        this.config.collab.verificationSecret,
-      );
-      const row = await s.sipDomains.update(ref.projectId, ref.id, {
-        collabVerificationRecord: verificationString,
-        collabVerificationRecordTime: now,
-        collabVerified: accepted,
-        collabVerifyTime: accepted ? now : null,
-        updateTime: now,
-      });
-      return this.view(row!);
-    });
+    return this.changing(ref.id, () =>
+      this.store.transaction(async (s) => {
+        const current = await this.liveForUpdate(s, ref);
+        this.requireCollab(current);
+        if (current.collab!.record === verificationString && current.collab!.verified) return current;
+        const now = this.clock.now();
+        const accepted = platformAccepts(
+          current.fqdn,
+          verificationString,
+          this.config.collab.verificationSecret,
+        );
+        const row = await s.sipDomains.update(ref.projectId, ref.id, {
+          collabVerificationRecord: verificationString,
+          collabVerificationRecordTime: now,
+          collabVerified: accepted,
+          collabVerifyTime: accepted ? now : null,
+          updateTime: now,
+        });
+        return this.view(row!);
+      }),
+    );
   }
 
   /** The verification state of a collaboration domain (admin API). */
@@ -397,25 +412,27 @@ export class SipDomainsDomain {
 
   /** The simulated platform accepts the published record (admin hook). */
   async acceptCollabVerification(ref: ResourceRef): Promise<SipDomain> {
-    return this.store.transaction(async (s) => {
-      const current = await this.liveForUpdate(s, ref);
-      this.requireCollab(current);
-      if (current.collab!.record === undefined) {
-        throw failedPrecondition(
-          "VERIFICATION_RECORD_MISSING",
-          `${current.name} has no verification record: its owner must apply a verification string with VerifyCollabDirectRouting first`,
-          { resource: current.name },
-        );
-      }
-      if (current.collab!.verified) return current;
-      const now = this.clock.now();
-      const row = await s.sipDomains.update(ref.projectId, ref.id, {
-        collabVerified: true,
-        collabVerifyTime: now,
-        updateTime: now,
-      });
-      return this.view(row!);
-    });
+    return this.changing(ref.id, () =>
+      this.store.transaction(async (s) => {
+        const current = await this.liveForUpdate(s, ref);
+        this.requireCollab(current);
+        if (current.collab!.record === undefined) {
+          throw failedPrecondition(
+            "VERIFICATION_RECORD_MISSING",
+            `${current.name} has no verification record: its owner must apply a verification string with VerifyCollabDirectRouting first`,
+            { resource: current.name },
+          );
+        }
+        if (current.collab!.verified) return current;
+        const now = this.clock.now();
+        const row = await s.sipDomains.update(ref.projectId, ref.id, {
+          collabVerified: true,
+          collabVerifyTime: now,
+          updateTime: now,
+        });
+        return this.view(row!);
+      }),
+    );
   }
 
   /**
@@ -428,13 +445,30 @@ export class SipDomainsDomain {
   async resolveSipCall(call: SipCallRequest): Promise<SipCallResolution> {
     return resolveSipCall(
       {
-        sipDomains: this.store.sipDomains,
+        sipDomains: {
+          findById: (id) => this.rows.findById(id),
+          listDomainOptional: () => this.store.sipDomains.listDomainOptional(),
+        },
         users: this.users,
         view: (row) => this.view(row),
         idOfFqdn: (fqdn) => this.idOfFqdn(fqdn),
       },
       call,
     );
+  }
+
+  /**
+   * Runs a change of domain `id`; once it has committed (or failed), this
+   * process's caches of domain rows forget the domain (sipDomainChangesOf;
+   * the SIP edge's DomainCache), so the replica that changed it acts on the
+   * change at once.
+   */
+  private async changing<T>(id: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } finally {
+      sipDomainChangesOf(this.store.db).changed(id);
+    }
   }
 
   /** The id of the domain an FQDN names, if it is of the form `<id>.<base domain>`. */

@@ -2,9 +2,12 @@
  * The SIP edge's memory of users' digest credentials, so that a phone's
  * REGISTER (every minute or so, challenged each time) and a caller's INVITE
  * answer their challenge without a database read, while a changed password,
- * a disabled user or a deleted one is refused at once:
+ * a disabled user or a deleted one is refused at once. It also remembers
+ * whether a domain has users at all (`hasUsers`: authorization rules 1-3
+ * ask it of every INVITE, twice), so that a user created on a domain that
+ * had none is challenged at once too:
  *
- * - Every change of a user (SipUsersDomain update and delete) runs
+ * - Every change of a user (SipUsersDomain create, update and delete) runs
  *   `pg_notify(SIP_USERS_CHANNEL, sipDomainId)` in its transaction
  *   (`notifySipUserChange`), delivered to every replica listening on the same
  *   PostgreSQL when it commits (`listenForSipUserChanges`), and tells this
@@ -16,7 +19,9 @@
  *   counter, bumped by every invalidation).
  * - Unknown users are never kept (a new user registers at once; random
  *   usernames cannot fill the memory); entries expire after `ttlMs`
- *   (10 minutes, a backstop) and at most `maxEntries` are kept.
+ *   (10 minutes, a backstop) and at most `maxEntries` are kept, users and
+ *   domains' answers each. `hasUsers` is asked only of domains the edge
+ *   found, so random names cannot fill that memory either.
  * A domain deleted takes its users with it (a cascade, no notification):
  * the edge checks the domain before it asks for credentials, so a deleted
  * domain's users are refused there.
@@ -42,6 +47,8 @@ export const sipUserChangesOf: (db: DbOrTx) => Changes<string> = changesPerDatab
 
 export interface CredentialsLookup {
   credentials(sipDomainId: string, username: string): Promise<SipUserCredentials | undefined>;
+  /** Whether the domain has at least one user (disabled ones count). */
+  hasUsers(domain: { projectId: string; id: string }): Promise<boolean>;
 }
 
 export interface SipCredentialsCacheOptions {
@@ -55,6 +62,8 @@ export interface SipCredentialsCacheOptions {
 
 export class SipCredentialsCache implements CredentialsLookup {
   private readonly entries = new Map<string, { credentials: SipUserCredentials; expires: number }>();
+  /** `hasUsers` answers by domain id. */
+  private readonly domains = new Map<string, { hasUsers: boolean; expires: number }>();
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
@@ -96,13 +105,38 @@ export class SipCredentialsCache implements CredentialsLookup {
     return found;
   }
 
+  /** Whether the domain has users: remembered like credentials, forgotten with the domain's users. */
+  async hasUsers(domain: { projectId: string; id: string }): Promise<boolean> {
+    const live = this.live();
+    if (live) {
+      const hit = this.domains.get(domain.id);
+      if (hit !== undefined) {
+        if (hit.expires > this.now()) return hit.hasUsers;
+        this.domains.delete(domain.id);
+      }
+    }
+    const generation = this.generation;
+    this.misses++;
+    const found = await this.inner.hasUsers(domain);
+    if (live && this.live() && generation === this.generation) {
+      if (!this.domains.has(domain.id) && this.domains.size >= this.maxEntries) {
+        const oldest = this.domains.keys().next();
+        if (!oldest.done) this.domains.delete(oldest.value);
+      }
+      this.domains.set(domain.id, { hasUsers: found, expires: this.now() + this.ttlMs });
+    }
+    return found;
+  }
+
   /** Forgets the users of `sipDomainId`, or every user. */
   invalidate(sipDomainId: string | undefined): void {
     this.generation++;
     if (sipDomainId === undefined) {
       this.entries.clear();
+      this.domains.clear();
       return;
     }
+    this.domains.delete(sipDomainId);
     const prefix = `${sipDomainId}\u0000`;
     for (const key of this.entries.keys()) if (key.startsWith(prefix)) this.entries.delete(key);
   }

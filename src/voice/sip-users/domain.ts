@@ -118,8 +118,11 @@ export class SipUsersDomain implements SipUserDirectory {
         });
         // Idempotency-Key (src/api/idempotency/): committed with the user.
         await recordCreated(s.db, sipUserName(ref));
+        // The edges' memory of whether the domain has users (credentials-cache.ts) forgets it.
+        await notifySipUserChange(s.db, parent.sipDomainId);
         return inserted;
       });
+      sipUserChangesOf(this.store.db).changed(parent.sipDomainId);
       return this.view(row);
     } catch (err) {
       throw this.conflict(err, ref, input.username);
