@@ -58,7 +58,7 @@ import { formatChecks } from "./calls-targets.js";
 import { Child, killAllNow, ROOT, stopAll } from "./children.js";
 import { playWav, runMedia } from "./sip-media.js";
 import { type CallResult, mediaTargetChecks, type RegisterResult, sipTargetChecks } from "./sip-targets.js";
-import { sippRun } from "./sipp.js";
+import { setupTimes, sippRun } from "./sipp.js";
 
 function intEnv(name: string, fallback: number, min: number): number {
   const raw = process.env[name];
@@ -358,6 +358,8 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
     } else {
       const attempted = CALL_RATE * CALL_SECONDS;
       log(`measuring: ${attempted} calls at ${CALL_RATE}/s ...`);
+      // SIPp's trace of each answer's time (-trace_rtt) goes to a directory of its own.
+      const traces = await mkdtemp(join(dir, "calls-"));
       const callRun = await measured(server, () =>
         sippRun(
           [
@@ -376,12 +378,17 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
             "1000",
             "-mi",
             "127.0.0.1",
+            "-trace_rtt",
+            "-rtt_freq",
+            "200",
           ],
           CALL_SECONDS + 180,
+          traces,
         ),
       );
       calls = {
         measured: true,
+        setups: await setupTimes(traces),
         seconds: callRun.wallMs / 1000,
         attempted,
         succeeded: callRun.value.succeeded,

@@ -155,10 +155,18 @@ export class SipTransport {
     return this.options.now?.() ?? new Date();
   }
 
+  /** Each listening transport's bound address, read once (every Via and Contact asks for it). */
+  private readonly bound = new Map<TransportName, { address: string; port: number }>();
+
   /** The bound address and port of a transport, undefined when it is not listening. */
   local(transport: TransportName): { address: string; port: number } | undefined {
-    const a = transport === "UDP" ? this.udp?.address() : this.servers.get(transport)?.address();
-    if (a === undefined || a === null || typeof a === "string") return undefined;
+    const socket = transport === "UDP" ? this.udp : this.servers.get(transport);
+    if (socket === undefined) return undefined;
+    const known = this.bound.get(transport);
+    if (known !== undefined) return { ...known };
+    const a = socket.address();
+    if (a === null || typeof a === "string") return undefined;
+    this.bound.set(transport, { address: a.address, port: a.port });
     return { address: a.address, port: a.port };
   }
 
@@ -293,5 +301,6 @@ export class SipTransport {
       [...this.servers.values()].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
     );
     this.servers.clear();
+    this.bound.clear();
   }
 }

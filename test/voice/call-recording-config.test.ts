@@ -441,6 +441,11 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
         { trigger: "ANSWER", postProcessing: [], readyUri: "" },
         null,
       ]);
+      // The row handed to the engine is built, not read back: it is what the database stores, every column.
+      for (const s of started) {
+        const [stored] = await database.db.select().from(calls).where(eq(calls.id, s.row.id));
+        expect(s.row).toEqual(stored);
+      }
     });
   });
 
@@ -591,6 +596,8 @@ describe.each(testDatabases())("call recording configuration on $name", (backend
       };
       const first = await incoming.receive(input);
       expect(first.recording).toEqual({ trigger: "ANSWER", postProcessing: [], readyUri: "" });
+      // Inserted inside the admission's transaction: the row returned is the one stored, every column.
+      expect(first).toEqual((await database.db.select().from(calls).where(eq(calls.id, first.id)))[0]);
       await incoming.receive(input);
       const e = await expectCode(incoming.receive(input), Code.FailedPrecondition);
       expect(errorReason(e)).toBe("CHANNEL_LIMIT_REACHED");

@@ -98,7 +98,7 @@ export const MAX_HANDLER_URIS = 5;
 export const MAX_LABEL_BYTES = 10 * 1024;
 
 /** The columns of a new call that CreateCall does not set: the schema's defaults. */
-const CALL_DEFAULTS = {
+export const CALL_DEFAULTS = {
   isPrivate: false,
   errorCode: "",
   errorMessage: "",

@@ -58,6 +58,7 @@ import { type FieldViolation, failedPrecondition, invalidArgument } from "../../
 import { newResourceId } from "../../api/ids.js";
 import type { Clock } from "../../clock.js";
 import type { Db, DbOrTx, Tx } from "../../db/client.js";
+import { fixedRows } from "../../db/direct.js";
 import {
   type CallRecordingSettings,
   type CallRow,
@@ -74,7 +75,7 @@ import {
   type SipCallResolution,
 } from "../sip-domains/call-resolution.js";
 import type { SipDomain } from "../sip-domains/model.js";
-import { type CallPlan, type CallStarter, callRecordingSettings } from "./domain.js";
+import { CALL_DEFAULTS, type CallPlan, type CallStarter, callRecordingSettings } from "./domain.js";
 import { TERMINAL_STATES } from "./engine.js";
 
 export const IncomingCallRejection = {
@@ -127,6 +128,14 @@ function phoneViolations(field: string, value: string): FieldViolation[] {
   }
   return [];
 }
+
+/** An incoming call's row: the columns `IncomingCalls.insert` sets, the rest the schema's defaults. */
+const INSERT_INCOMING_CALL = `insert into calls (id, project_id, "to", "from", is_private, labels, state, direction,
+    transport, create_method, handler_uris, state_update_uri, timeout_seconds, recording, create_time, start_time,
+    ring_time, engine_id, sip_source_ip, sip_call_id)
+  values ($1, $2, $3, $4, $5, '{}'::jsonb, 'RINGING', 'INCOMING', $6, 'INCOMING_CALL',
+    array(select json_array_elements_text($7::text::json)), '', 0, $8::text::jsonb, $9::timestamptz, $9::timestamptz,
+    $9::timestamptz, $10, $11, $12)`;
 
 export class IncomingCalls {
   constructor(private readonly deps: IncomingCallsDeps) {}
@@ -292,25 +301,49 @@ export class IncomingCalls {
     return row;
   }
 
+  /**
+   * Inserts the call. Every column is known here (the schema's defaults for
+   * the rest, CALL_DEFAULTS), so the row is built, not read back: outside a
+   * transaction one fixed statement prepared once per connection
+   * (INSERT_INCOMING_CALL), inside one (an admission) drizzle's insert.
+   */
   private async insert(db: DbOrTx, id: string, engineId: string, call: NewIncomingCall): Promise<CallRow> {
     const now = this.deps.clock.now();
-    const [row] = (await db
-      .insert(calls)
-      .values({
-        id,
-        ...call,
+    const row: CallRow = {
+      ...CALL_DEFAULTS,
+      id,
+      ...call,
+      sipSourceIp: call.sipSourceIp ?? null,
+      sipCallId: call.sipCallId ?? null,
+      engineId,
+      labels: {},
+      state: "RINGING",
+      direction: "INCOMING",
+      createMethod: "INCOMING_CALL",
+      stateUpdateUri: "",
+      timeoutSeconds: 0,
+      createTime: now,
+      startTime: now,
+      ringTime: now,
+    };
+    if (db === this.deps.db) {
+      await fixedRows(db, INSERT_INCOMING_CALL, [
+        row.id,
+        row.projectId,
+        row.to,
+        row.from,
+        row.isPrivate,
+        row.transport,
+        JSON.stringify(row.handlerUris),
+        row.recording === null ? null : JSON.stringify(row.recording),
+        now.toISOString(),
         engineId,
-        labels: {},
-        state: "RINGING",
-        direction: "INCOMING",
-        createMethod: "INCOMING_CALL",
-        stateUpdateUri: "",
-        timeoutSeconds: 0,
-        createTime: now,
-        startTime: now,
-        ringTime: now,
-      })
-      .returning()) as [CallRow];
+        row.sipSourceIp,
+        row.sipCallId,
+      ]);
+    } else {
+      await db.insert(calls).values(row);
+    }
     return row;
   }
 }
