@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database, isUniqueViolation, openEmbedded } from "../../src/db/client.js";
 import { startPgliteThread } from "../../src/db/pglite-thread.js";
 import { resultRows } from "../../src/numbering/rows.js";

@@ -19,7 +19,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt } from "../support/build.js";
 import { describeEmbedded } from "../support/db.js";
 import { freePort, launch, type Proc } from "../support/process.js";

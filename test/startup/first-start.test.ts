@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
 import { type Database, openEmbedded } from "../../src/db/client.js";
 import { resultRows } from "../../src/numbering/rows.js";
 import { ensureBuilt } from "../support/build.js";
