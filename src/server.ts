@@ -206,6 +206,8 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     { config, clock, log, db: database, kickWebhooks, recordings },
     {
       rememberSigningKeys: true,
+      // The embedded database is this process's alone: nobody else can change a key.
+      listenForChanges: owned?.driver !== "pglite",
       ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
     },
   );

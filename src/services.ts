@@ -136,7 +136,12 @@ export function createMessageNetwork(
  */
 export function createCallEngine(
   deps: Omit<Deps, "engine">,
-  options: { scheduler?: Scheduler; rememberSigningKeys?: boolean } = {},
+  options: {
+    scheduler?: Scheduler;
+    rememberSigningKeys?: boolean;
+    /** Whether other processes can change the database (false: the embedded one): LISTEN for their changes. */
+    listenForChanges?: boolean;
+  } = {},
 ): CallEngine {
   const carrier = createSimulatorCarrier(deps.db, deps.clock, deps.config, {
     speech: sharedSpeech(),
@@ -146,7 +151,12 @@ export function createCallEngine(
   // Projects' signing keys remembered until rotated (src/events/signing-keys.ts): the service's own
   // engine; others (an API without a server, in tests) read them each time and open no LISTEN connection.
   const signingKeys = options.rememberSigningKeys
-    ? cachedSigningKeys(deps.db, (projectId) => signingKeyOf(deps.db, projectId), deps.log)
+    ? cachedSigningKeys(
+        deps.db,
+        (projectId) => signingKeyOf(deps.db, projectId),
+        deps.log,
+        options.listenForChanges ?? true,
+      )
     : undefined;
   return new CallEngine({
     db: deps.db,

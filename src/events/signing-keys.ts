@@ -103,17 +103,27 @@ export class SigningKeyCache {
 
 /**
  * A memory of `db`'s signing keys, told of this process's changes and, on
- * PostgreSQL, of every replica's (a LISTEN connection of its own). `close`
- * stops both.
+ * PostgreSQL, of every replica's (a LISTEN connection of its own; `listen`
+ * false: none, for the embedded database). `close` stops both.
  */
 export function cachedSigningKeys(
   db: Db,
   read: SigningKeyRead,
   log: Logger,
+  /** false on the embedded database: one process owns it (and its one session cannot LISTEN). */
+  listen = true,
 ): { cache: SigningKeyCache; close(): Promise<void> } {
   let listener: ChannelListener | undefined;
   const cache = new SigningKeyCache(read, { live: () => listener?.live() ?? true });
   const unsubscribe = signingKeyChangesOf(db).subscribe((id) => cache.invalidate(id));
+  if (!listen) {
+    return {
+      cache,
+      async close() {
+        unsubscribe();
+      },
+    };
+  }
   listener = listenOnChannel(
     db,
     SIGNING_KEYS_CHANNEL,
