@@ -90,3 +90,60 @@ export function listenOnChannel(
     },
   };
 }
+
+/** What `followChanges` wires up: whether news reaches the cache now, and how to stop. */
+export interface ChangeFeed {
+  /** True without a listener (the embedded database) or while it listens. */
+  live(): boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * Keeps a cache told of changes: this process's (`changes`, after each
+ * commit) and, when `listen`, every replica's over `channel` (a LISTEN
+ * connection of its own). Payload `all` (or none) means everything. On
+ * (re)listening and on a lost connection everything is forgotten, since
+ * notifications may have been missed; `what` names it in the log.
+ */
+export function followChanges(
+  db: Db,
+  options: {
+    changes: { subscribe(listener: (key: string | undefined) => void): () => void };
+    channel: string;
+    invalidate(key: string | undefined): void;
+    log: Logger;
+    what: string;
+    /** Logged (warn) when a listening connection is lost. */
+    lostMessage: string;
+    /** The payload meaning "everything", if any. */
+    all?: string;
+    listen?: boolean;
+  },
+): ChangeFeed {
+  const { invalidate } = options;
+  const unsubscribe = options.changes.subscribe(invalidate);
+  const listener =
+    options.listen === false
+      ? undefined
+      : listenOnChannel(
+          db,
+          options.channel,
+          {
+            onNotify: (payload) => invalidate(payload === options.all ? undefined : payload),
+            onListening: () => invalidate(undefined),
+            onLost(wasListening) {
+              if (wasListening) options.log.warn(options.lostMessage);
+              invalidate(undefined);
+            },
+          },
+          options.log,
+          options.what,
+        );
+  return {
+    live: () => listener?.live() ?? true,
+    async close() {
+      unsubscribe();
+      await listener?.close();
+    },
+  };
+}

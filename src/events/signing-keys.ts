@@ -21,7 +21,7 @@
 import { sql } from "drizzle-orm";
 import { type Changes, changesPerDatabase } from "../db/changes.js";
 import type { Db, DbOrTx } from "../db/client.js";
-import { type ChannelListener, listenOnChannel } from "../db/listen.js";
+import { type ChangeFeed, followChanges } from "../db/listen.js";
 import type { Logger } from "../log.js";
 
 /** The PostgreSQL notification channel of signing-key changes; payload: the project id. */
@@ -113,37 +113,16 @@ export function cachedSigningKeys(
   /** false on the embedded database: one process owns it (and its one session cannot LISTEN). */
   listen = true,
 ): { cache: SigningKeyCache; close(): Promise<void> } {
-  let listener: ChannelListener | undefined;
-  const cache = new SigningKeyCache(read, { live: () => listener?.live() ?? true });
-  const unsubscribe = signingKeyChangesOf(db).subscribe((id) => cache.invalidate(id));
-  if (!listen) {
-    return {
-      cache,
-      async close() {
-        unsubscribe();
-      },
-    };
-  }
-  listener = listenOnChannel(
-    db,
-    SIGNING_KEYS_CHANNEL,
-    {
-      onNotify: (payload) => cache.invalidate(payload),
-      onListening: () => cache.invalidate(undefined),
-      onLost(wasListening) {
-        if (wasListening)
-          log.warn("signing key change listener disconnected: reading keys each time until it is back");
-        cache.invalidate(undefined);
-      },
-    },
+  let feed: ChangeFeed | undefined;
+  const cache = new SigningKeyCache(read, { live: () => feed?.live() ?? true });
+  feed = followChanges(db, {
+    changes: signingKeyChangesOf(db),
+    channel: SIGNING_KEYS_CHANNEL,
+    invalidate: (id) => cache.invalidate(id),
     log,
-    "signing key change listener",
-  );
-  return {
-    cache,
-    async close() {
-      unsubscribe();
-      await listener?.close();
-    },
-  };
+    what: "signing key change listener",
+    lostMessage: "signing key change listener disconnected: reading keys each time until it is back",
+    listen,
+  });
+  return { cache, close: feed.close };
 }

@@ -29,7 +29,7 @@
 import { sql } from "drizzle-orm";
 import { type Changes, changesPerDatabase } from "../../db/changes.js";
 import type { Db, DbOrTx } from "../../db/client.js";
-import { type ChannelListener, listenOnChannel } from "../../db/listen.js";
+import { type ChangeFeed, followChanges } from "../../db/listen.js";
 import type { Logger } from "../../log.js";
 import type { SipUserCredentials } from "./domain.js";
 
@@ -159,37 +159,17 @@ export function cachedSipCredentials(
   log: Logger,
   listen = true,
 ): { cache: SipCredentialsCache; close(): Promise<void> } {
-  let listener: ChannelListener | undefined;
-  const cache = new SipCredentialsCache(inner, { live: () => listener?.live() ?? true });
-  const unsubscribe = sipUserChangesOf(db).subscribe((id) => cache.invalidate(id));
-  if (!listen) {
-    return {
-      cache,
-      async close() {
-        unsubscribe();
-      },
-    };
-  }
-  listener = listenOnChannel(
-    db,
-    SIP_USERS_CHANNEL,
-    {
-      onNotify: (payload) => cache.invalidate(payload === ALL ? undefined : payload),
-      onListening: () => cache.invalidate(undefined),
-      onLost(wasListening) {
-        if (wasListening)
-          log.warn("SIP user change listener disconnected: not caching credentials until it is back");
-        cache.invalidate(undefined);
-      },
-    },
+  let feed: ChangeFeed | undefined;
+  const cache = new SipCredentialsCache(inner, { live: () => feed?.live() ?? true });
+  feed = followChanges(db, {
+    changes: sipUserChangesOf(db),
+    channel: SIP_USERS_CHANNEL,
+    invalidate: (id) => cache.invalidate(id),
     log,
-    "SIP user change listener",
-  );
-  return {
-    cache,
-    async close() {
-      unsubscribe();
-      await listener?.close();
-    },
-  };
+    what: "SIP user change listener",
+    lostMessage: "SIP user change listener disconnected: not caching credentials until it is back",
+    all: ALL,
+    listen,
+  });
+  return { cache, close: feed.close };
 }
