@@ -83,6 +83,12 @@ export const callsStartedTotal = new Counter({
   registers: [registry],
 });
 
+export const callerIdsWithheldTotal = new Counter({
+  name: "switchboard_caller_ids_withheld_total",
+  help: "Caller numbers of SIP endpoints withheld from the legs they placed: not a number of the call's project.",
+  registers: [registry],
+});
+
 export const recordingsProcessedTotal = new Counter({
   name: "switchboard_recordings_processed_total",
   help: "Recordings processed, by final state (SUCCEEDED, EMPTY, FAILED).",

@@ -4,6 +4,7 @@
  * UDP peer), and the endpoint reads the From of the INVITE it receives.
  * - the caller's user part is presented at the called domain's FQDN
  *   (`sip:alice@<fqdn>`, not the caller's own host), a number as a number;
+ *   to a number, the caller's number only when its project holds it;
  * - a private caller (Privacy: id, or From anonymous) stays anonymous;
  * - an explicit CallerId (a number of the project) is presented instead,
  *   and one that is not allowed ends the call FAILED CALLER_ID_NOT_ALLOWED
@@ -149,6 +150,28 @@ describe.each(testDatabases())("caller ID of <Call> child legs on $name", (backe
     const fqdn = await domain(await newProject(database.db), `sip:bob@127.0.0.1:${callee.port}`);
     const { invite } = await childInvite(fqdn, callee, "sip:+61255500001@10.1.2.3");
     expect(fromUri(invite)).toBe(`sip:+61255500001@${fqdn}`);
+  });
+
+  it.each([
+    ["held by the project", true],
+    ["not held by the project", false],
+  ])("presents a SIP caller's number to a number only when it is %s (else withheld)", async (_, held) => {
+    const project = await newProject(database.db);
+    const c = numberingClients(database.db, systemClock);
+    const number = await addBlock(c, `+6125552${String(blocks++ % 1000).padStart(3, "0")}0`, 10);
+    // A number of another project when not held: a claim the caller may not make.
+    await provision(c, held ? project : await newProject(database.db), number);
+    const fqdn = await domain(project, "+61491570157");
+    const caller = await Phone.open(port);
+    closers.push(caller);
+    const uri = `sip:1001@${fqdn}`;
+    const { branch, cseq } = caller.invite(uri, { from: `sip:${number}@10.1.2.3` });
+    const row = await child(caller.callId);
+    expect(row.to).toBe("+61491570157");
+    expect(row.transport).toBe("PSTN");
+    expect(row.from).toBe(held ? number : "");
+    caller.cancel(uri, branch, cseq);
+    await caller.sip.inbox.next((m) => m.text.includes(branch) && (m.status ?? 0) >= 200, 15_000);
   });
 
   it.each([

@@ -17,6 +17,8 @@
  * - <Call> to a number from a SIP caller's markup: out through the trunk
  *   (its 401 answered), the caller's number as caller ID, the legs bridged
  *   (audio both ways), the caller's BYE ending both.
+ * - A SIP caller's number is its caller ID only when its project holds the
+ *   number: any other is withheld (From anonymous), and counted.
  * - PSTN_TRUNK domain: 503 with no trunk enabled; with one, an authorized
  *   caller's INVITE to `sip:+E164@fqdn` (or `tel:+E164` with its From at the
  *   fqdn; a tel: naming no domain is refused) goes out through the trunk: ringing
@@ -59,6 +61,7 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   let sipPort: number;
   let handler: Receiver;
   let calls_: ReturnType<typeof createClient<typeof Calls>>;
+  let base: string;
   const sockets: Array<{ close(): void }> = [];
   const trunkNames: string[] = [];
   let trunkSeq = 0;
@@ -74,7 +77,7 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
       db: database.db,
     });
     sipPort = (await app.listenSip()).local("UDP")!.port;
-    const base = `http://127.0.0.1:${(await app.listen(0)).port}`;
+    base = `http://127.0.0.1:${(await app.listen(0)).port}`;
     calls_ = createClient(
       Calls,
       createConnectTransport({
@@ -158,6 +161,15 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
       });
     }
     return { project, number };
+  }
+
+  /** An unlabelled metric's value on /metrics (0 before it was first counted). */
+  async function metric(name: string): Promise<number> {
+    const response = await fetch(`${base}/metrics`, {
+      headers: { authorization: `Bearer ${TEST_OPERATOR_TOKEN}` },
+    });
+    const line = (await response.text()).split("\n").find((l) => l.startsWith(`${name} `));
+    return line === undefined ? 0 : Number(line.split(" ").pop());
   }
 
   /** A response from a fake trunk to `request` (To tag added for non-100). */
@@ -401,14 +413,19 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   });
 
   /** A PSTN_TRUNK domain taking calls from 127.0.0.1. */
-  async function pstnDomain(): Promise<string> {
-    const project = await newProject(database.db);
+  async function pstnDomain(project?: string): Promise<string> {
     const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
-      parent: project,
+      parent: project ?? (await newProject(database.db)),
       sipDomainId: newSipDomainId("tr"),
       sipDomain: { callTerminationMode: Mode.PSTN_TRUNK, cidrBlocks: [{ cidrBlock: "127.0.0.1/32" }] },
     });
     return d.fqdn;
+  }
+
+  /** A PSTN_TRUNK domain of a project holding `number`. */
+  async function heldPstnDomain(): Promise<{ fqdn: string; number: string }> {
+    const { project, number } = await owner();
+    return { fqdn: await pstnDomain(project), number };
   }
 
   it("answers 503 to a PSTN_TRUNK domain's call while no trunk is enabled", async () => {
@@ -420,17 +437,17 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     expect(answer.reason).toBe("Service Unavailable (No Carrier Trunk)");
   });
 
-  it("sends a PSTN_TRUNK domain's call out through the trunk: ringing and busy mapped back", async () => {
+  it("sends a PSTN_TRUNK domain's call out through the trunk, its project's number as caller ID: ringing and busy mapped back", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}` });
-    const fqdn = await pstnDomain();
+    const { fqdn, number } = await heldPstnDomain();
     const p = await phone();
-    const { branch } = p.invite(`sip:${FAR_NUMBER}@${fqdn}`, { from: "sip:+61255500001@127.0.0.1" });
+    const { branch } = p.invite(`sip:${FAR_NUMBER}@${fqdn}`, { from: `sip:${number}@127.0.0.1` });
     const out = await carrier.inbox.next(isInvite, 15_000);
     expect(out.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone SIP/2.0`)).toBe(
       true,
     );
-    expect(out.header("From")).toMatch(/^<sip:\+61255500001@/);
+    expect(out.header("From")).toMatch(new RegExp(`^<sip:\\${number}@`));
     reply(carrier, out, "180 Ringing");
     expect((await p.sip.inbox.next((m) => m.text.includes(branch) && m.status === 180)).status).toBe(180);
     reply(carrier, out, "486 Busy Here");
@@ -442,14 +459,14 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("sends a tel: INVITE from a PSTN_TRUNK domain's endpoint (its From naming the domain) out through the trunk", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}` });
-    const fqdn = await pstnDomain();
+    const { fqdn, number } = await heldPstnDomain();
     const p = await phone();
-    const { branch } = p.invite(`tel:${FAR_NUMBER}`, { from: `sip:+61255500001@${fqdn}` });
+    const { branch } = p.invite(`tel:${FAR_NUMBER}`, { from: `sip:${number}@${fqdn}` });
     const out = await carrier.inbox.next(isInvite, 15_000);
     expect(out.text.startsWith(`INVITE sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone SIP/2.0`)).toBe(
       true,
     );
-    expect(out.header("From")).toMatch(/^<sip:\+61255500001@/);
+    expect(out.header("From")).toMatch(new RegExp(`^<sip:\\${number}@`));
     reply(carrier, out, "486 Busy Here");
     const answer = await p.sip.inbox.next(final(branch), 15_000);
     expect(answer.status).toBe(486);
@@ -457,6 +474,32 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     expect(r.state).toBe("BUSY");
     expect(r.to).toBe(`sip:${FAR_NUMBER}@${fqdn}`);
   });
+
+  it.each([
+    ["a number of another project", async () => (await owner()).number],
+    ["a number nobody holds", async () => "+61255500001"],
+  ])(
+    "withholds a PSTN_TRUNK caller's number when it is %s: the trunk's INVITE is From anonymous",
+    async (_, claimed) => {
+      const carrier = await ua();
+      await trunk({ address: `127.0.0.1:${carrier.port}` });
+      const { fqdn } = await heldPstnDomain();
+      const number = await claimed();
+      const withheld = await metric("switchboard_caller_ids_withheld_total");
+      const p = await phone();
+      const { branch } = p.invite(`sip:${FAR_NUMBER}@${fqdn}`, { from: `sip:${number}@127.0.0.1` });
+      const out = await carrier.inbox.next(isInvite, 15_000);
+      expect(out.header("From")).toMatch(/^<sip:anonymous@/);
+      expect(out.text).not.toContain(number);
+      expect(await metric("switchboard_caller_ids_withheld_total")).toBe(withheld + 1);
+      reply(carrier, out, "486 Busy Here");
+      expect((await p.sip.inbox.next(final(branch), 15_000)).status).toBe(486);
+      const r = await row(p.callId, true);
+      expect(r.from).toBe(`sip:${number}@127.0.0.1`);
+      const [child] = await database.db.select().from(calls).where(eq(calls.parentCallId, r.id));
+      expect(child?.from).toBe("");
+    },
+  );
 
   it("refuses a tel: INVITE naming no domain from outside every trunk's networks: nothing goes out (no open relay)", async () => {
     const carrier = await ua();
@@ -543,7 +586,7 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
   it("<Call>s a number through the trunk (answering its 401) and bridges it with the SIP caller, who is the caller ID", async () => {
     const carrier = await ua();
     await trunk({ address: `127.0.0.1:${carrier.port}`, username: "acct-7", password: "s3cret" });
-    const project = await newProject(database.db);
+    const { project, number } = await owner();
     const d = await createTestClient(SipDomains, database.db, systemClock).createSipDomain({
       parent: project,
       sipDomainId: newSipDomainId("pc"),
@@ -556,12 +599,12 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     const p = await phone();
     const far = await phone(); // the far end's RTP socket
     const uri = `sip:1001@${d.fqdn}`;
-    const { branch, cseq } = p.invite(uri, { from: "sip:+61255500002@127.0.0.1" });
+    const { branch, cseq } = p.invite(uri, { from: `sip:${number}@127.0.0.1` });
     const first = await carrier.inbox.next(isInvite, 15_000);
     const requestUri = `sip:${FAR_NUMBER}@127.0.0.1:${carrier.port};user=phone`;
     expect(first.text.startsWith(`INVITE ${requestUri} SIP/2.0\r\n`)).toBe(true);
     // The SIP caller's number is the child leg's caller ID.
-    expect(first.header("From")).toMatch(/^<sip:\+61255500002@/);
+    expect(first.header("From")).toMatch(new RegExp(`^<sip:\\${number}@`));
     reply(carrier, first, "401 Unauthorized", [
       'WWW-Authenticate: Digest realm="carrier.example", nonce="n0nce-call", qop="auth", algorithm=MD5',
     ]);
@@ -600,7 +643,7 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     }
     expect(child.transport).toBe("PSTN");
     expect(child.to).toBe(FAR_NUMBER);
-    expect(child.from).toBe("+61255500002");
+    expect(child.from).toBe(number);
     // The trunk INVITE's Call-ID is the child's id (a number has no host to add).
     expect(out.header("Call-ID")).toBe(child.id);
     // Bridged: the caller's tone reaches the far end, the far end's the caller.

@@ -30,9 +30,10 @@
  * - Call dials its Endpoints (dial.ts); CallerId must be the parent's own
  *   `from` or `to`, or a number of an ACTIVE instance of the project
  *   (otherwise the call ends FAILED CALLER_ID_NOT_ALLOWED); without it the
- *   parent's caller is presented (dial.ts callerOf: a SIP caller's URI to
- *   SIP endpoints, its number to numbers), else the parent's `to` when
- *   that is a number, else withheld. With a NextUri the results go there;
+ *   parent's caller is presented (CallEngine.presentedCaller: a SIP
+ *   caller's URI to SIP endpoints, its number to numbers only when the
+ *   project holds it), else the parent's `to` when that is a number, else
+ *   withheld. With a NextUri the results go there;
  *   without, the document goes on after the bridge;
  * - Record plays a beep (PlayBeep, BEEP_SECONDS), records the caller
  *   (Carrier `recordCaller`) into a PENDING recording (source
@@ -68,7 +69,7 @@ import {
   type StreamAction,
 } from "../../telephony/markup/index.js";
 import type { ActiveCall, Outcome } from "./active-call.js";
-import { callerOf, type DialRequest, dial, forwardRequest, type Presented, targetOf } from "./dial.js";
+import { type DialRequest, dial, forwardRequest, type Presented, targetOf } from "./dial.js";
 import { type LoadedAudio, PlayAudioError } from "./play-audio.js";
 import { callRequestJson } from "./proto.js";
 
@@ -347,7 +348,7 @@ async function dialRequest(call: ActiveCall, action: CallAction): Promise<DialRe
     }
   } else {
     // The caller (a SIP caller's URI to SIP endpoints); to numbers, the call's own number when the caller has none.
-    caller = callerOf(row);
+    caller = await call.engine.presentedCaller(row);
     if (caller.callerId === "" && isE164(row.to)) caller = { ...caller, callerId: row.to };
   }
   return {

@@ -49,6 +49,7 @@ import { enqueueWebhook, type WebhookToEnqueue } from "../../events/outbox.js";
 import type { Logger } from "../../log.js";
 import type { NumberDirectory } from "../../messaging/messages/incoming.js";
 import { observeCallStarted } from "../../observability/calls.js";
+import { callerIdsWithheldTotal } from "../../observability/metrics.js";
 import type { RecordingsDomain } from "../../recordings/domain.js";
 import type { Carrier } from "../../telephony/carrier.js";
 import type { Scheduler } from "../../telephony/scheduler.js";
@@ -57,7 +58,7 @@ import { StreamRegistry } from "../streams/registry.js";
 import { ActiveCall, type CallRole, type Patch } from "./active-call.js";
 import { CallRecorder } from "./call-recording.js";
 import { ControlErrorCode, runHandlers } from "./control.js";
-import { callerOf, type DialRequest, type DialTarget, dial, forwardRequest } from "./dial.js";
+import { callerOf, type DialRequest, type DialTarget, dial, forwardRequest, type Presented } from "./dial.js";
 import { type CallPlan, callName } from "./domain.js";
 import { ENGINE_LOST, ENGINE_LOST_MESSAGE, EngineLiveness } from "./liveness.js";
 import { PlayAudio } from "./play-audio.js";
@@ -211,12 +212,13 @@ export class CallEngine {
         );
         if (call.terminal) break;
         if (plan.kind === "bridge") {
-          const result = await dial(call, { ...forwardRequest(`tel:${plan.to}`, { callerId: plan.from }) });
+          const callerId = await this.checkedCallerNumber(row, plan.from);
+          const result = await dial(call, { ...forwardRequest(`tel:${plan.to}`, { callerId }) });
           if (!call.terminal)
             await (result.bridged ? call.finish("COMPLETED") : call.endWith(result.outcome));
         } else {
-          // Forwarding presents the caller (callerOf).
-          await runHandlers(call, row.handlerUris, callerOf(row));
+          // Forwarding presents the caller (presentedCaller).
+          await runHandlers(call, row.handlerUris, await this.presentedCaller(row));
         }
         break;
       }
@@ -284,8 +286,41 @@ export class CallEngine {
   /** Whether `row`'s call may present `callerId` to a `<Call>` endpoint. */
   async mayPresent(row: CallRow, callerId: string): Promise<boolean> {
     if (callerId === row.from || callerId === row.to) return true;
-    const owner = await this.options.numbers?.findByNumber(callerId);
-    return owner !== undefined && owner.projectId === row.projectId && owner.lifecycleState === "ACTIVE";
+    return this.holds(row.projectId, callerId);
+  }
+
+  /**
+   * The caller `row`'s child legs present (dial.ts callerOf), its number
+   * checked when the call came from a SIP endpoint (checkedCallerNumber).
+   * SIP endpoints still get the caller's user at the called domain.
+   */
+  async presentedCaller(row: CallRow): Promise<Presented> {
+    const caller = callerOf(row);
+    if (row.transport !== "SIP" || row.direction !== "INCOMING") return caller;
+    return { ...caller, callerId: await this.checkedCallerNumber(row, caller.callerId) };
+  }
+
+  /**
+   * `number`, the caller number a SIP endpoint's call (`row`) claims (its
+   * From user part), when it is a number of an ACTIVE instance of the
+   * call's project; "" (withheld) otherwise. An endpoint's From is only its
+   * own claim: presented to the PSTN unchecked, any endpoint could show any
+   * number (the rule an explicit CallerId already follows, mayPresent).
+   */
+  async checkedCallerNumber(row: CallRow, number: string): Promise<string> {
+    if (number === "" || (await this.holds(row.projectId, number))) return number;
+    this.options.log.info(
+      { call: callName(row), callerId: number },
+      "caller ID withheld: the SIP caller's number is not one of its project's",
+    );
+    callerIdsWithheldTotal.inc();
+    return "";
+  }
+
+  /** Whether `number` is the number of an ACTIVE phone number instance of project `projectId`. */
+  private async holds(projectId: string, number: string): Promise<boolean> {
+    const owner = await this.options.numbers?.findByNumber(number);
+    return owner !== undefined && owner.projectId === projectId && owner.lifecycleState === "ACTIVE";
   }
 
   /**

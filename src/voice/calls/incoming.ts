@@ -50,7 +50,7 @@
  * - PROGRAMMABLE: markup from call_termination_handler_uris;
  * - PSTN_TRUNK: `to` must be E.164; the engine bridges it to a PSTN leg
  *   (plan `bridge`, see engine.ts), caller ID `from` when it is E.164 (or
- *   a `sip:` URI whose user part is);
+ *   a `sip:` URI whose user part is) and the project holds that number;
  * - DISABLED: FAILED_PRECONDITION `TERMINATION_DISABLED`.
  */
 import { and, count, eq, like, notInArray, sql } from "drizzle-orm";
@@ -251,7 +251,8 @@ export class IncomingCalls {
             },
           ]);
         }
-        // Caller ID: `from` when it is a number, or the user part of a SIP `from` that is one.
+        // Caller ID: `from` when it is a number, or the user part of a SIP `from` that is one;
+        // the engine presents it only when the project holds it (CallEngine.checkedCallerNumber).
         const callerId = input.isPrivate
           ? ""
           : (parseE164(input.from) ?? parseE164(sipUserOf(input.from)) ?? "");
