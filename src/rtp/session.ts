@@ -38,9 +38,9 @@
  * Nothing thrown by a malformed datagram leaves the socket handlers:
  * anything unreadable is counted (`malformed`) and dropped.
  */
-import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";
 import net from "node:net";
+import { pooledRandomBytes } from "../random-pool.js";
 import { decodeG711Into, type G711Encoding } from "../telephony/g711.js";
 import { DtmfDetector } from "./dtmf-detector.js";
 import { dtmfTone } from "./dtmf-tone.js";
@@ -250,7 +250,7 @@ export class RtpSession {
     readonly localPort: number,
   ) {
     this.latchAny = options.latch === "any";
-    const random = randomBytes(10);
+    const random = pooledRandomBytes(10);
     this.ssrc = options.ssrc ?? random.readUInt32BE(0);
     this.sequence = random.readUInt16BE(4);
     this.timestamp = random.readUInt32BE(6);

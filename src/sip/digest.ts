@@ -20,6 +20,7 @@ import {
   timingSafeEqual,
 } from "node:crypto";
 import type { Clock } from "../clock.js";
+import { randomBase64url } from "../random-pool.js";
 
 export type DigestAlgorithm = "SHA-256" | "MD5";
 
@@ -129,7 +130,7 @@ export class DigestServer {
 
   /** A fresh nonce: issue time (ms, base 36), random bytes, HMAC. */
   nonce(): string {
-    const body = `${this.options.clock.now().getTime().toString(36)}.${randomBytes(12).toString("base64url")}`;
+    const body = `${this.options.clock.now().getTime().toString(36)}.${randomBase64url(12)}`;
     return `${body}.${this.sign(body)}`;
   }
 

@@ -12,7 +12,7 @@
  * registers handlers per method and sends requests through client
  * transactions. The endpoint knows nothing of calls.
  */
-import { randomBytes, randomFillSync } from "node:crypto";
+import { randomHex } from "../random-pool.js";
 import type { Scheduler } from "../telephony/scheduler.js";
 import { SipParseError } from "./errors.js";
 import { clientKey, responseKey, serverKey } from "./matching.js";
@@ -99,24 +99,9 @@ const KNOWN_METHODS = new Set([
 
 const SCHEMES = new Set(["sip", "sips", "tel"]);
 
-/** Random bytes for tokens, filled 4 KiB at a time (like crypto.randomUUID's cache). */
-const tokenPool = Buffer.allocUnsafe(4096);
-let tokenOffset = tokenPool.length;
-
-/**
- * `bytes` random bytes in hex, for tags, branches and Call-IDs: from a pool
- * that the CSPRNG refills 4 KiB at a time, since a fresh `randomBytes` per
- * token cost a system call each, several per SIP transaction.
- */
+/** `bytes` random bytes in hex, for tags, branches and Call-IDs (src/random-pool.ts). */
 export function randomToken(bytes = 8): string {
-  if (bytes > tokenPool.length) return randomBytes(bytes).toString("hex");
-  if (tokenOffset + bytes > tokenPool.length) {
-    randomFillSync(tokenPool);
-    tokenOffset = 0;
-  }
-  const token = tokenPool.toString("hex", tokenOffset, tokenOffset + bytes);
-  tokenOffset += bytes;
-  return token;
+  return randomHex(bytes);
 }
 
 export class SipEndpoint {

@@ -107,6 +107,8 @@ interface CallCapture {
   stored: boolean;
   /** No longer captured: it does not exist (any more). */
   dead: boolean;
+  /** Its messages in the queue, not yet taken by a batch. */
+  queued: number;
   /** Dialogues followed for it; 0: it is forgotten once everything is written. */
   dialogues: number;
 }
@@ -156,6 +158,12 @@ function headOf(data: Buffer): string {
 export class SipCapture {
   private readonly dialogues = new Map<string, Dialogue>();
   private readonly calls = new Map<string, CallCapture>();
+  /**
+   * The live calls whose capture row or omitted counts are still to be
+   * written: a batch takes these and the calls of its messages, never a
+   * scan of every call followed (thousands, for ENDED_SECONDS after they end).
+   */
+  private readonly news = new Set<CallCapture>();
   private queue: Queued[] = [];
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> | undefined;
@@ -264,6 +272,7 @@ export class SipCapture {
     }
     call.count++;
     call.bytes += size;
+    call.queued++;
     this.queue.push({ call, seq: call.seq++, sipCallId, message });
     this.schedule();
   }
@@ -279,6 +288,7 @@ export class SipCapture {
     }
     call.omittedMessages += messages;
     call.omittedBytes += bytes;
+    if (!call.dead) this.news.add(call);
     captured.inc({ outcome: "omitted" }, messages);
     this.schedule();
   }
@@ -306,9 +316,11 @@ export class SipCapture {
         omittedBytes: 0,
         stored: false,
         dead: false,
+        queued: 0,
         dialogues: 0,
       };
       this.calls.set(callId, call);
+      this.news.add(call);
       this.schedule();
     }
     const dialogue = this.dialogues.get(sipCallId) ?? this.follow(sipCallId, this.nowMs());
@@ -345,8 +357,7 @@ export class SipCapture {
   /** Forgets a call no dialogue follows any more once nothing of it waits to be written. */
   private release(call: CallCapture): void {
     if (call.dialogues > 0 || this.calls.get(call.callId) !== call) return;
-    const waiting =
-      !call.dead && (!call.stored || call.omittedMessages > 0 || this.queue.some((q) => q.call === call));
+    const waiting = !call.dead && (!call.stored || call.omittedMessages > 0 || call.queued > 0);
     if (!waiting) this.calls.delete(call.callId);
   }
 
@@ -372,22 +383,20 @@ export class SipCapture {
   }
 
   private pendingWork(): boolean {
-    if (this.queue.length > 0) return true;
-    for (const call of this.calls.values()) {
-      if (!call.dead && (!call.stored || call.omittedMessages > 0)) return true;
-    }
-    return false;
+    return this.queue.length > 0 || this.news.size > 0;
   }
 
   /** One batch: capture rows and omitted counts of every call with news, then queued messages. Never rejects. */
   private writeNext(): Promise<void> {
     if (this.writing !== undefined) return this.writing;
-    const taken = this.queue.slice(0, BATCH);
-    this.queue = this.queue.slice(taken.length);
-    const withMessages = new Set(taken.map((q) => q.call));
-    const calls = [...this.calls.values()].filter(
-      (c) => !c.dead && (!c.stored || c.omittedMessages > 0 || withMessages.has(c)),
-    );
+    const taken = this.queue.length <= BATCH ? this.queue : this.queue.slice(0, BATCH);
+    this.queue = this.queue.length <= BATCH ? [] : this.queue.slice(BATCH);
+    const batch = new Set(this.news);
+    for (const q of taken) {
+      q.call.queued--;
+      if (!q.call.dead) batch.add(q.call);
+    }
+    const calls = [...batch];
     this.writing = this.write(calls, taken)
       .catch((err: unknown) => {
         this.options.log.error({ err }, "SIP capture failed to prepare a batch");
@@ -425,6 +434,7 @@ export class SipCapture {
         c.omittedMessages -= o.messages;
         c.omittedBytes -= o.bytes;
         c.stored = true;
+        if (c.omittedMessages === 0) this.news.delete(c);
         captured.inc({ outcome: "stored" }, rows.get(c)!.length);
       }
     };
@@ -468,7 +478,12 @@ export class SipCapture {
     const lost = group.reduce((n, c) => n + (rows.get(c)?.length ?? 0), 0);
     captured.inc({ outcome: "lost" }, lost);
     const missing = isMissingCall(err);
-    if (missing) for (const c of group) c.dead = true;
+    if (missing) {
+      for (const c of group) {
+        c.dead = true;
+        this.news.delete(c);
+      }
+    }
     this.options.log.warn(
       { err, calls: group.map((c) => c.callId), lost, givenUp: missing },
       missing ? "SIP capture: the call no longer exists" : "SIP capture could not store messages",
