@@ -731,13 +731,21 @@ async function bindPair(
   max: number,
 ): Promise<{ rtp: dgram.Socket; rtcp: dgram.Socket; port: number }> {
   if (min === 0 && max === 0) {
+    // Any port the system gives: an even one is the RTP port and the next its RTCP; an odd
+    // one is an RTCP port whose RTP port is the one below (half the ports given are odd:
+    // tried as such, they cost no bind and close of their own).
     for (let attempt = 0; attempt < 64; attempt++) {
-      const rtp = await bind(type, address, 0);
-      if (rtp === undefined) break;
-      const port = rtp.address().port;
-      const rtcp = port % 2 === 0 && port < 65535 ? await bind(type, address, port + 1) : undefined;
-      if (rtcp !== undefined) return { rtp, rtcp, port };
-      await closeSocket(rtp);
+      const first = await bind(type, address, 0);
+      if (first === undefined) break;
+      const port = first.address().port;
+      if (port % 2 === 0) {
+        const rtcp = port < 65535 ? await bind(type, address, port + 1) : undefined;
+        if (rtcp !== undefined) return { rtp: first, rtcp, port };
+      } else {
+        const rtp = port > 1 ? await bind(type, address, port - 1) : undefined;
+        if (rtp !== undefined) return { rtp, rtcp: first, port: port - 1 };
+      }
+      await closeSocket(first);
     }
     throw new RtpBindError(`no free RTP port pair on ${address}`);
   }

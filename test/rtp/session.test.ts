@@ -168,6 +168,35 @@ async function setup(options: Partial<RtpSessionOptions> = {}): Promise<Setup> {
 const ulawFrame = (byte: number) => Buffer.alloc(160, byte);
 
 describe("RtpSession", () => {
+  it("holds an even RTP port and the next for RTCP when any port will do, whether the system gave an even or an odd one", async () => {
+    const pacer = new Pacer(realTimers());
+    cleanup.push(() => pacer.stop());
+    const taken = async (port: number) => {
+      const probe = dgram.createSocket("udp4");
+      const err = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+        probe.once("error", resolve);
+        probe.bind(port, "127.0.0.1", () => resolve(undefined));
+      });
+      probe.close();
+      return err?.code === "EADDRINUSE";
+    };
+    // 24 sessions: the system gives odd ports about half the time, so both ways are taken.
+    for (let i = 0; i < 24; i++) {
+      const session = await RtpSession.open({
+        address: "127.0.0.1",
+        portMin: 0,
+        portMax: 0,
+        codec: "PCMU",
+        remote: { address: "127.0.0.1", port: 9 },
+        pacer,
+      });
+      cleanup.push(() => session.close());
+      expect(session.localPort % 2).toBe(0);
+      expect(await taken(session.localPort)).toBe(true);
+      expect(await taken(session.localPort + 1)).toBe(true);
+    }
+  });
+
   it("binds an even port with RTCP on the next, from a range, and says when the range is taken", async () => {
     const { session: any } = await setup();
     expect(any.localPort % 2).toBe(0);
