@@ -14,6 +14,7 @@
  */
 import { randomHex } from "../random-pool.js";
 import type { Scheduler } from "../telephony/scheduler.js";
+import { CompletedTransactions } from "./completed.js";
 import { SipParseError } from "./errors.js";
 import { clientKey, responseKey, serverKey } from "./matching.js";
 import {
@@ -107,6 +108,8 @@ export function randomToken(bytes = 8): string {
 export class SipEndpoint {
   private readonly handlers = new Map<string, RequestHandler>();
   private readonly servers = new Map<string, ServerTransaction>();
+  /** Non-INVITE server transactions that answered over UDP, until timer J. */
+  private readonly completed: CompletedTransactions;
   private readonly clients = new Map<string, ClientTransaction>();
   private readonly timers: TransactionTimers;
   private ackHandler: ((ack: SipRequest, source: Peer) => void) | undefined;
@@ -116,6 +119,7 @@ export class SipEndpoint {
 
   private constructor(private readonly options: EndpointOptions) {
     this.timers = { ...DEFAULT_TIMERS, ...options.timers };
+    this.completed = new CompletedTransactions(options.scheduler, () => 64 * this.timers.t1);
   }
 
   static async start(options: EndpointOptions): Promise<SipEndpoint> {
@@ -298,6 +302,7 @@ export class SipEndpoint {
       existing.receive(request);
       return;
     }
+    if (this.completed.absorb(key)) return;
     if (this.options.screen !== undefined) {
       const screening = this.options.screen(request, source, tagOf(toOf(request)) !== undefined);
       if (screening.action !== "pass") {
@@ -351,6 +356,7 @@ export class SipEndpoint {
       };
     }
     const tx = new ServerTransaction(request, channel, this.scheduler, this.timers, randomToken());
+    if (request.method !== "INVITE") tx.handOver = (last, to) => this.completed.add(key, last, to);
     this.servers.set(key, tx);
     tx.onTerminated(() => {
       if (this.servers.get(key) === tx) this.servers.delete(key);
@@ -446,11 +452,12 @@ export class SipEndpoint {
 
   /** Transactions still alive (for tests: nothing may be stuck). */
   get transactionCount(): number {
-    return this.servers.size + this.clients.size;
+    return this.servers.size + this.clients.size + this.completed.size;
   }
 
   async close(): Promise<void> {
     for (const tx of [...this.servers.values(), ...this.clients.values()]) tx.terminate();
+    this.completed.clear();
     await this.transport.close();
   }
 }

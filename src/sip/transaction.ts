@@ -232,6 +232,14 @@ export interface ServerUser {
 export class ServerTransaction extends Transaction {
   private last: Buffer | undefined;
   user: ServerUser = {};
+  /**
+   * Set by the endpoint (src/sip/completed.ts): takes over the Completed
+   * state of a non-INVITE transaction on an unreliable transport — its final
+   * response, for retransmissions until timer J — so that the transaction
+   * ends as soon as it has answered. Unset: the transaction waits out timer
+   * J itself.
+   */
+  handOver?: (last: Buffer, channel: Channel) => void;
 
   constructor(
     request: SipRequest,
@@ -280,7 +288,10 @@ export class ServerTransaction extends Transaction {
     this.stopTimer("pending");
     if (!this.isInvite) {
       this.state = "completed";
-      this.linger("J", this.channel.reliable ? 0 : 64 * this.t.t1);
+      if (!this.channel.reliable && this.handOver !== undefined) {
+        this.handOver(this.last, this.channel);
+        this.terminate();
+      } else this.linger("J", this.channel.reliable ? 0 : 64 * this.t.t1);
     } else if (status < 300) {
       // RFC 6026 Accepted: retransmitted INVITEs are absorbed until timer L; the dialog retransmits the 2xx.
       this.state = "accepted";

@@ -70,6 +70,34 @@ describe("server transactions", () => {
     expect(endpoint.transactionCount).toBe(0);
   });
 
+  it("non-INVITE: completed transactions answer their own retransmissions, each for 64*T1 from its answer", async () => {
+    const { scheduler, endpoint, ua } = await setup();
+    endpoint.onRequest("MESSAGE", (tx) => tx.respond(tx.reply(202)));
+    endpoint.onRequest("REGISTER", (tx) => tx.respond(tx.reply(401)));
+    const first = request("MESSAGE", ua, endpoint);
+    ua.send(first.text, udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(202);
+    await scheduler.advance(10);
+    const second = request("REGISTER", ua, endpoint);
+    ua.send(second.text, udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(401);
+    expect(endpoint.transactionCount).toBe(2);
+    // Each retransmission gets its own transaction's response, not the other's.
+    ua.send(second.text, udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(401);
+    ua.send(first.text, udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(202);
+    await scheduler.advance(22);
+    expect(endpoint.transactionCount).toBe(1);
+    // The first is gone: its retransmission is a new request, answered by the handler again.
+    ua.send(first.text, udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(202);
+    await scheduler.advance(10);
+    expect(endpoint.transactionCount).toBe(1);
+    await scheduler.advance(22);
+    expect(endpoint.transactionCount).toBe(0);
+  });
+
   it("non-INVITE over TCP: no timer J, the transaction ends with its response", async () => {
     const { endpoint } = await setup();
     endpoint.onRequest("MESSAGE", (tx) => tx.respond(tx.reply(202)));
