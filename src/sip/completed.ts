@@ -39,21 +39,20 @@ export class CompletedTransactions {
   constructor(
     private readonly scheduler: Scheduler,
     /** Timer J, in seconds of call time. */
-    private readonly seconds: () => number,
+    private readonly seconds: number,
   ) {}
 
   /** Keeps `last` for retransmissions of the request whose transaction key is `key`. */
   add(key: string, last: Buffer, channel: Channel): void {
-    const seconds = this.seconds();
     const entry = {
       key,
       last: last.toString("latin1"),
       channel,
-      expiresMs: this.clockMs() + seconds * this.scheduler.timeScale * 1000,
+      expiresMs: this.clockMs() + this.seconds * this.scheduler.timeScale * 1000,
     };
     this.byKey.set(key, entry);
     this.queue.push(entry);
-    if (this.timer === undefined) this.arm(seconds);
+    if (this.timer === undefined) this.arm(this.seconds);
   }
 
   /** Sends the final response again for a retransmitted request; false when no transaction of `key` completed. */

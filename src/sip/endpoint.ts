@@ -119,7 +119,7 @@ export class SipEndpoint {
 
   private constructor(private readonly options: EndpointOptions) {
     this.timers = { ...DEFAULT_TIMERS, ...options.timers };
-    this.completed = new CompletedTransactions(options.scheduler, () => 64 * this.timers.t1);
+    this.completed = new CompletedTransactions(options.scheduler, 64 * this.timers.t1);
   }
 
   static async start(options: EndpointOptions): Promise<SipEndpoint> {
