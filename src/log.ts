@@ -10,8 +10,9 @@ const SonicBoomWriter = sonicBoom as unknown as new (options: SonicBoomOpts) => 
  * The service logger: JSON lines on stdout; secrets are redacted by path.
  *
  * Lines are gathered here (LineBatch) and handed to stdout's writer (pino's
- * sonic-boom) in batches of at least MIN_WRITE_BYTES, or every
- * FLUSH_INTERVAL_MS, so the access log costs one write per batch rather than
+ * sonic-boom) in batches of at least MIN_WRITE_BYTES, or at most
+ * FLUSH_INTERVAL_MS after a line was gathered (no timer runs while there is
+ * nothing to write), so the access log costs one write per batch rather than
  * a system call per request under load.
  *
  * The writer is asynchronous, and holds at most `bufferBytes` (LOG_BUFFER_BYTES)
@@ -29,13 +30,6 @@ export function createLogger(level: string, options: { bufferBytes?: number } = 
   // them (the asynchronous ones in a thread of the pool, the synchronous ones at exit) for ever.
   void process.stdout.writable;
   const batch = new LineBatch(stdoutWriter(options.bufferBytes ?? DEFAULT_LOG_BUFFER_BYTES));
-  // A weak reference: a logger nobody uses any more is not kept alive by its timer.
-  const ref = new WeakRef(batch);
-  const timer = setInterval(() => {
-    const b = ref.deref();
-    if (b === undefined || b.closed) clearInterval(timer);
-    else b.flush();
-  }, FLUSH_INTERVAL_MS).unref();
   flushOnExit(batch);
   const logger = pino(
     {
@@ -103,6 +97,8 @@ export class LineBatch {
   private waiting: Array<() => void> = [];
   /** Told, once stdout takes lines again, how many were dropped since the last time. */
   onDropped: ((dropped: number) => void) | undefined;
+  /** The flush due FLUSH_INTERVAL_MS after a line was gathered; none while there is nothing to say. */
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly sink: SonicBoom) {
     sink.on("write", (n: number) => {
@@ -145,7 +141,22 @@ export class LineBatch {
     this.lines.push(line);
     this.pending += line.length;
     if (this.pending >= MIN_WRITE_BYTES) this.flush();
+    else this.arm();
     return true;
+  }
+
+  /**
+   * Flushes FLUSH_INTERVAL_MS from now, unless a flush is already due: an
+   * idle service runs no timer for its log (each wake-up of an idle process
+   * costs CPU). Armed again while a dropped-lines warning waits for stdout.
+   */
+  private arm(): void {
+    if (this.timer !== undefined || this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+      if (this.dropped > 0 || this.lines.length > 0) this.arm();
+    }, FLUSH_INTERVAL_MS).unref();
   }
 
   /**
@@ -207,6 +218,7 @@ export class LineBatch {
   /** Counts `lines` dropped: for the warning, and live in switchboard_log_lines_dropped_total. */
   private drop(lines: number): void {
     this.dropped += lines;
+    this.arm();
     logLinesDroppedTotal.inc(lines);
   }
 
@@ -272,8 +284,8 @@ function flushAll(): void {
 
 /**
  * Lines are handed on when this much is gathered (one system call per ~15
- * access-log lines under load), or by the interval below when less is: at
- * most FLUSH_INTERVAL_MS late.
+ * access-log lines under load), or by a timer armed by the first line
+ * gathered when less is: at most FLUSH_INTERVAL_MS late.
  */
 const MIN_WRITE_BYTES = 4096;
 const FLUSH_INTERVAL_MS = 100;

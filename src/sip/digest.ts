@@ -12,10 +12,10 @@
  * Client side: the Authorization / Proxy-Authorization answering a challenge.
  */
 import {
-  createHash,
   createHmac,
   createSecretKey,
   type KeyObject,
+  hash as oneShotHash,
   randomBytes,
   timingSafeEqual,
 } from "node:crypto";
@@ -25,9 +25,8 @@ import { randomBase64url } from "../random-pool.js";
 export type DigestAlgorithm = "SHA-256" | "MD5";
 
 function hash(algorithm: DigestAlgorithm, text: string): string {
-  return createHash(algorithm === "MD5" ? "md5" : "sha256")
-    .update(text, "utf8")
-    .digest("hex");
+  // One-shot (crypto.hash): no Hash object per digest.
+  return oneShotHash(algorithm === "MD5" ? "md5" : "sha256", text, "hex");
 }
 
 /** HA1 = H(username:realm:password): what is stored instead of the password. */

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LineBatch } from "../../src/log.js";
 import { ROOT } from "../support/build.js";
 
@@ -96,5 +96,33 @@ describe("LineBatch", () => {
     expect(called).toBe(true); // pino's logger.flush(cb) waits for it
     expect(await readFile(file, "utf8")).toBe(line.repeat(42));
     sink.destroy();
+  });
+
+  it("writes a lone line 100 ms after it came, and runs no timer while there is nothing to write", async () => {
+    const file = join(dir, "timer.log");
+    const sink = pino.destination({ dest: file, sync: true });
+    vi.useFakeTimers();
+    try {
+      const batch = new LineBatch(sink);
+      expect(vi.getTimerCount()).toBe(0);
+      batch.write("one\n");
+      batch.write("two\n"); // the flush due for "one" takes it too
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(99);
+      expect((await stat(file)).size).toBe(0);
+      vi.advanceTimersByTime(1);
+      expect(await readFile(file, "utf8")).toBe("one\ntwo\n");
+      // Idle: no timer left to wake the process.
+      expect(vi.getTimerCount()).toBe(0);
+      vi.advanceTimersByTime(10_000);
+      batch.write("three\n");
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(100);
+      expect(await readFile(file, "utf8")).toBe("one\ntwo\nthree\n");
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+      sink.destroy();
+    }
   });
 });

@@ -135,6 +135,13 @@ interface Queued {
 }
 
 const HEAD_END = Buffer.from("\r\n\r\n");
+const REGISTER_PREFIX = Buffer.from("REGISTER ", "latin1");
+const INVITE_PREFIX = Buffer.from("INVITE ", "latin1");
+
+/** Whether the bytes begin with `prefix`. */
+function startsWith(data: Buffer, prefix: Buffer): boolean {
+  return data.length >= prefix.length && data.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
+}
 const CALL_ID = /^(?:call-id|i)[ \t]*:[ \t]*([^\r\n]*?)[ \t]*$/im;
 const CSEQ_METHOD = /^cseq[ \t]*:[ \t]*\d+[ \t]+([A-Za-z]+)/im;
 const FAILURE_STATUS = /^SIP\/2\.0 [3-6]\d\d /;
@@ -189,7 +196,12 @@ export class SipCapture {
   };
 
   private take(message: WireMessage): void {
-    const head = headOf(message.data);
+    // What can never be part of a followed dialogue is passed over before any text is made of it:
+    // a REGISTER (never in a dialogue), and anything but an INVITE while no dialogue is followed.
+    const data = message.data;
+    if (startsWith(data, REGISTER_PREFIX)) return;
+    if (this.dialogues.size === 0 && !startsWith(data, INVITE_PREFIX)) return;
+    const head = headOf(data);
     const sipCallId = CALL_ID.exec(head)?.[1];
     if (sipCallId === undefined || sipCallId === "") return;
     const now = this.nowMs();
