@@ -306,6 +306,26 @@ export class ServerTransaction extends Transaction {
     }
   }
 
+  /**
+   * A non-INVITE's final response sent as a stateless UAS sends it (RFC 3261
+   * §8.2.7, whose most common use it names: challenging an unauthenticated
+   * request): once, and the transaction ends at once, keeping nothing for
+   * retransmissions. A retransmitted request is then a new request and is
+   * answered anew (a challenge with a new nonce). For answers cheap to give
+   * again and not worth 32 s of memory each; an INVITE's is always stateful.
+   */
+  respondStateless(response: SipResponse): void {
+    if (this.isInvite || response.status < 200) {
+      this.respond(response);
+      return;
+    }
+    if (this.answered) return;
+    this.stopTimer("pending");
+    this.channel.send(serialize(response));
+    this.state = "completed";
+    this.terminate();
+  }
+
   /** Timer G: the non-2xx final response again, doubling up to T2. */
   private retransmitFinal(interval: number): void {
     this.startTimer("G", interval, () => {

@@ -168,6 +168,41 @@ describe.each(testDatabases())("the SIP edge on $name", (backend) => {
     });
   }
 
+  it("challenges statelessly (RFC 3261 §8.2.7): a retransmitted REGISTER gets a new challenge, which still works", async () => {
+    const id = await domain(true);
+    const host = `${id}.${BASE}`;
+    const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
+    const callId = `stateless-${randomBytes(4).toString("hex")}`;
+    const text = [
+      `REGISTER sip:${host} SIP/2.0`,
+      `Via: SIP/2.0/UDP 127.0.0.1:${ua.port};branch=${branch};rport`,
+      "Max-Forwards: 70",
+      `From: <sip:alice@${host}>;tag=s1`,
+      `To: <sip:alice@${host}>`,
+      `Call-ID: ${callId}`,
+      "CSeq: 1 REGISTER",
+      `Contact: <sip:alice@127.0.0.1:${ua.port}>`,
+      "Content-Length: 0",
+      "",
+      "",
+    ].join("\n");
+    const nonce = (m: Received) => /nonce="([^"]+)"/.exec(m.headers("WWW-Authenticate")[0] ?? "")?.[1];
+    const first = await send(text, (m) => m.text.includes(branch));
+    const again = await send(text, (m) => m.text.includes(branch));
+    expect([first.status, again.status]).toEqual([401, 401]);
+    // A transaction kept in Completed would have sent its first response again, byte for byte.
+    expect(nonce(first)).toBeDefined();
+    expect(nonce(again)).toBeDefined();
+    expect(nonce(again)).not.toBe(nonce(first));
+    const challenge = again.headers("WWW-Authenticate").find((c) => c.includes("algorithm=SHA-256"))!;
+    cseq = Math.max(cseq, 1);
+    const ok = await register(host, "alice", {
+      callId,
+      authorization: answer(challenge, "alice", "s3cret-pass", `sip:${host}`),
+    });
+    expect(ok.status).toBe(200);
+  });
+
   it("refuses a wrong password, a replayed nonce-count and someone else's address-of-record", async () => {
     const id = await domain(true);
     const host = `${id}.${BASE}`;

@@ -70,6 +70,29 @@ describe("server transactions", () => {
     expect(endpoint.transactionCount).toBe(0);
   });
 
+  it("non-INVITE: a stateless final response (RFC 3261 §8.2.7) keeps nothing; a retransmission is answered anew", async () => {
+    const { endpoint, ua } = await setup();
+    let answered = 0;
+    endpoint.onRequest("REGISTER", (tx) => {
+      answered++;
+      tx.respondStateless(
+        tx.reply(401, "Unauthorized", [["WWW-Authenticate", `Digest nonce="n${answered}"`]]),
+      );
+    });
+    const { text } = request("REGISTER", ua, endpoint);
+    ua.send(text, udpPort(endpoint));
+    const first = await ua.inbox.next();
+    expect(first.status).toBe(401);
+    expect(endpoint.transactionCount).toBe(0);
+    ua.send(text, udpPort(endpoint));
+    const again = await ua.inbox.next();
+    expect(again.status).toBe(401);
+    // Not the first response resent: the handler answered the retransmission itself.
+    expect(answered).toBe(2);
+    expect(again.text).toContain('nonce="n2"');
+    expect(endpoint.transactionCount).toBe(0);
+  });
+
   it("non-INVITE: completed transactions answer their own retransmissions, each for 64*T1 from its answer", async () => {
     const { scheduler, endpoint, ua } = await setup();
     endpoint.onRequest("MESSAGE", (tx) => tx.respond(tx.reply(202)));

@@ -7,8 +7,9 @@
  * - a domain whose `allow_register` is off: 403;
  * - digest authentication (src/sip/digest.ts) against the user's stored
  *   hashes, with the domain's FQDN as the realm: 401 with a challenge (SHA-256
- *   and MD5) until the user answers it; an expired nonce is challenged again
- *   with `stale=true`; a user may register only its own username (403);
+ *   and MD5) until the user answers it, sent statelessly (RFC 3261 §8.2.7:
+ *   nothing is kept for the challenge; a retransmission gets a new one); an
+ *   expired nonce is challenged again with `stale=true`; a user may register only its own username (403);
  * - then the registrar's rules (src/voice/sip-registrations/registrar.ts),
  *   whose bindings live in the database so every replica reaches the user:
  *   200 with every live binding and its expiry, 423 with Min-Expires, 400,
@@ -148,7 +149,9 @@ export function registerHandler(deps: RegisterDeps): RequestHandler {
         );
       }
       const challenge = digest.challenge(result.reason === "stale");
-      tx.respond(
+      // Statelessly (RFC 3261 §8.2.7): every phone's every refresh is challenged first, and a
+      // retransmission is as well answered by a new challenge as by this one kept for 32 s.
+      tx.respondStateless(
         tx.reply(
           401,
           "Unauthorized",
