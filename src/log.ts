@@ -155,7 +155,7 @@ export class LineBatch {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.flush();
-      if (this.dropped > 0 || this.lines.length > 0) this.arm();
+      if (this.dropped > 0) this.arm();
     }, FLUSH_INTERVAL_MS).unref();
   }
 

@@ -320,9 +320,7 @@ export class ServerTransaction extends Transaction {
       return;
     }
     if (this.answered) return;
-    this.stopTimer("pending");
     this.channel.send(serialize(response));
-    this.state = "completed";
     this.terminate();
   }
 

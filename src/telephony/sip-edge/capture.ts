@@ -137,11 +137,6 @@ interface Queued {
 const HEAD_END = Buffer.from("\r\n\r\n");
 const REGISTER_PREFIX = Buffer.from("REGISTER ", "latin1");
 const INVITE_PREFIX = Buffer.from("INVITE ", "latin1");
-
-/** Whether the bytes begin with `prefix`. */
-function startsWith(data: Buffer, prefix: Buffer): boolean {
-  return data.length >= prefix.length && data.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
-}
 const CALL_ID = /^(?:call-id|i)[ \t]*:[ \t]*([^\r\n]*?)[ \t]*$/im;
 const CSEQ_METHOD = /^cseq[ \t]*:[ \t]*\d+[ \t]+([A-Za-z]+)/im;
 const FAILURE_STATUS = /^SIP\/2\.0 [3-6]\d\d /;
@@ -154,6 +149,11 @@ function isMissingCall(err: unknown): boolean {
     e = (e as { cause?: unknown }).cause;
   }
   return false;
+}
+
+/** Whether the bytes begin with `prefix`. */
+function startsWith(data: Buffer, prefix: Buffer): boolean {
+  return data.length >= prefix.length && data.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
 }
 
 /** The header section as text (latin1: one char per byte), without reading a large body. */

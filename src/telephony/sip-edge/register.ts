@@ -9,7 +9,8 @@
  *   hashes, with the domain's FQDN as the realm: 401 with a challenge (SHA-256
  *   and MD5) until the user answers it, sent statelessly (RFC 3261 §8.2.7:
  *   nothing is kept for the challenge; a retransmission gets a new one); an
- *   expired nonce is challenged again with `stale=true`; a user may register only its own username (403);
+ *   expired nonce is challenged again with `stale=true`; a user may register
+ *   only its own username (403);
  * - then the registrar's rules (src/voice/sip-registrations/registrar.ts),
  *   whose bindings live in the database so every replica reaches the user:
  *   200 with every live binding and its expiry, 423 with Min-Expires, 400,
