@@ -121,8 +121,11 @@ describe.each(testDatabases().slice(0, 1))("the console's call page ($name)", (b
       expect(await page.getByRole("heading", { name: "SIP dialogue" }).count()).toBe(0);
       const transcript = page.getByRole("region", { name: /^Transcription of recording / });
       await transcript.getByText(WORDS).first().waitFor({ timeout: 30_000 });
-      // Beside the player: the same list item holds both.
+      // Beside the player: the same list item holds both. The two lists are
+      // read apart, so the transcription can show a poll before the
+      // recording's READY row brings its player.
       const item = page.locator("li.recording").filter({ has: transcript });
+      await item.locator("audio").first().waitFor({ timeout: 10_000 });
       expect(await item.locator("audio").count()).toBe(1);
       await check(page, "owner-call-transcribed", 1100);
       expect(pageProblems(logs)).toEqual([]);
