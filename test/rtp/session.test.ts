@@ -14,7 +14,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FrameTimers } from "../../src/media/frame-clock.js";
 import { DtmfDetector } from "../../src/rtp/dtmf-detector.js";
 import { Pacer, realTimers } from "../../src/rtp/pacer.js";
-import { RtpBindError, RtpSession, type RtpSessionOptions } from "../../src/rtp/session.js";
+import { RtpBindError } from "../../src/rtp/ports.js";
+import { RtpSession, type RtpSessionOptions } from "../../src/rtp/session.js";
 import { alawToLinear, linearToMulaw, mulawToLinear } from "../../src/telephony/g711.js";
 import { ManualScheduler } from "../support/scheduler.js";
 

@@ -63,7 +63,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import type { Logger } from "../../log.js";
 import type { NumberDirectory } from "../../messaging/messages/incoming.js";
-import { RtpBindError } from "../../rtp/session.js";
+import { RtpBindError } from "../../rtp/ports.js";
 import type { RequestHandler } from "../../sip/endpoint.js";
 import type { SipGuard } from "../../sip/guard.js";
 import { callIdOf, fromOf, type SipRequest, toOf } from "../../sip/message.js";
