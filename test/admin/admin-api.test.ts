@@ -10,6 +10,10 @@ import { type App, build } from "../../src/server.js";
 import { TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 
+/** A response body, read deep in assertions (a wrong path fails the assertion it is in). */
+// biome-ignore lint/suspicious/noExplicitAny: the assertions are the type check here
+type JsonBody = Record<string, any>;
+
 describe.each(testDatabases())("admin API on $name", (backend) => {
   const database = useTestDatabase(backend);
   let app: App;
@@ -37,7 +41,7 @@ describe.each(testDatabases())("admin API on $name", (backend) => {
     path: string,
     body?: unknown,
     token: string | undefined = TEST_OPERATOR_TOKEN,
-  ): Promise<{ status: number; json: Record<string, any> }> {
+  ): Promise<{ status: number; json: JsonBody }> {
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     const res = await fetch(`${base}${path}`, {
@@ -45,7 +49,7 @@ describe.each(testDatabases())("admin API on $name", (backend) => {
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    return { status: res.status, json: (await res.json()) as Record<string, any> };
+    return { status: res.status, json: (await res.json()) as JsonBody };
   }
 
   let counter = 0;
