@@ -66,6 +66,17 @@ describe("SIP message parser", () => {
     expect(again.headers.entries()).toEqual(m.headers.entries());
   });
 
+  it("serializes bytes that are kept into an ArrayBuffer of their own, the same bytes", () => {
+    const m = parseMessage(INVITE);
+    const pooled = serialize(m);
+    const kept = serialize(m, true);
+    expect(kept.equals(pooled)).toBe(true);
+    // Not a slice of Buffer's shared pool, which would live as long as any of its slices.
+    expect(kept.byteOffset).toBe(0);
+    expect(kept.buffer.byteLength).toBe(kept.length);
+    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.length);
+  });
+
   it("unfolds continuation lines and reads compact header names", () => {
     const m = parseMessage(
       crlf([

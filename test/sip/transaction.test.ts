@@ -3,6 +3,8 @@
  * UAs: every timer path with the deterministic scheduler (time moves only
  * when the test advances it), plus one retransmission on real timers.
  */
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.js";
 import type { SipEndpoint } from "../../src/sip/endpoint.js";
@@ -11,6 +13,23 @@ import { parseUri } from "../../src/sip/uri.js";
 import { RealScheduler } from "../../src/telephony/scheduler.js";
 import { ManualScheduler } from "../support/scheduler.js";
 import { type Received, startEndpoint, TcpUa, tcpPort, UdpUa, udpPort } from "./ua.js";
+
+/** Sets a user on `tx` whose callback alone reaches a call; a weak reference to that call. */
+function giveUser(tx: import("../../src/sip/transaction.js").ServerTransaction): WeakRef<object> {
+  const call = { media: new Uint8Array(1024) };
+  tx.user = { cancelled: () => void call.media };
+  return new WeakRef(call);
+}
+
+/** A full collection (V8's gc, exposed for the call), after the microtasks that held references ran. */
+async function collectGarbage(): Promise<void> {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  for (let i = 0; i < 3; i++) {
+    await new Promise((r) => setImmediate(r));
+    gc();
+  }
+}
 
 let n = 0;
 const cleanups: Array<() => unknown> = [];
@@ -167,6 +186,28 @@ Content-Length: 0
     expect(txs[0]!.runningTimers).toEqual(["I"]);
     await scheduler.advance(10);
     expect(await ua.inbox.quiet(100)).toEqual([]);
+    expect(endpoint.transactionCount).toBe(0);
+  });
+
+  it("INVITE: once accepted (2xx), the transaction keeps nothing of its user for timer L", async () => {
+    const { scheduler, endpoint, ua } = await setup();
+    const txs: Array<import("../../src/sip/transaction.js").ServerTransaction> = [];
+    endpoint.onRequest("INVITE", (tx) => txs.push(tx));
+    const { text } = request("INVITE", ua, endpoint);
+    ua.send(text, udpPort(endpoint));
+    expect((await ua.inbox.next()).status).toBe(100);
+    // What a call's CANCEL handler reaches (the call, its media): only the user's callback holds it.
+    const reached = giveUser(txs[0]!);
+    txs[0]!.respond(txs[0]!.reply(200));
+    expect((await ua.inbox.next()).status).toBe(200);
+    expect(txs[0]!.state).toBe("accepted");
+    await collectGarbage();
+    expect(reached.deref(), "the accepted transaction still reaches its user's call").toBeUndefined();
+    // A retransmitted INVITE is still absorbed, until timer L ends the transaction.
+    ua.send(text, udpPort(endpoint));
+    expect(await ua.inbox.quiet(100)).toEqual([]);
+    expect(endpoint.transactionCount).toBe(1);
+    await scheduler.advance(32);
     expect(endpoint.transactionCount).toBe(0);
   });
 
