@@ -9,8 +9,8 @@
  * asserts the binding the edge stores, then that baresip removes it when it
  * quits (it unregisters on the way out).
  *
- * Calling from baresip (calls over SIP exist now: test/sip-carrier) is the
- * next step of this test, not written yet.
+ * baresip's calls are baresip-media.interop.ts (a handler answering <Say>,
+ * <Input> and <Record>) and baresip-bridge.interop.ts (two phones bridged).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
