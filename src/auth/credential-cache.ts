@@ -12,10 +12,9 @@
  *   too. While a replica's listening connection is down, its cache is not
  *   used at all (and is emptied), so a lost notification cannot leave a
  *   revoked key cached.
- * - A lookup that raced with an invalidation is not stored: a generation
- *   counter, bumped by every invalidation, must be unchanged between the
- *   read and the store.
- * - Entries also expire after `ttlMs` (a backstop, not the mechanism).
+ * - A lookup that raced with an invalidation of a key or project is not
+ *   stored, and entries expire after `ttlMs` (10 s, a backstop): the rules
+ *   of InvalidatedCache (src/db/invalidated-cache.ts).
  *
  * Unknown keys are never cached (a new key works at once; random secrets
  * cannot fill the cache). The same goes for the operator's project checks:
@@ -25,6 +24,7 @@
 import { sql } from "drizzle-orm";
 import { type Changes, changesPerDatabase } from "../db/changes.js";
 import type { DbOrTx } from "../db/client.js";
+import { type CacheOptions, Generation, InvalidatedCache } from "../db/invalidated-cache.js";
 import type { StoredAccessToken } from "../oauth/access-tokens-repository.js";
 import type { CredentialStore, StoredKey } from "./interceptor.js";
 
@@ -49,47 +49,26 @@ export type CredentialChanges = Changes<string>;
  */
 export const credentialChangesOf: (db: DbOrTx) => CredentialChanges = changesPerDatabase<string>();
 
-export interface CredentialCacheOptions {
-  /** How long an entry may be served, ms (a backstop to invalidation). */
-  ttlMs?: number;
-  /** At most this many keys are kept (the oldest go first). */
-  maxEntries?: number;
-  /** Monotonic milliseconds. */
-  now?: () => number;
-  /**
-   * Whether invalidations are known to reach this cache now (the
-   * PostgreSQL listener is connected). While false, nothing is served from
-   * or stored in the cache. Default: always (one process owns the database).
-   */
-  live?: () => boolean;
-}
-
-interface Entry {
-  key: StoredKey;
-  expires: number;
-}
+/** How long keys are served (10 s by default) and how many are kept (10,000); `live`: the listener is connected. */
+export type CredentialCacheOptions = CacheOptions;
 
 export class CachingCredentialStore implements CredentialStore {
-  private readonly entries = new Map<string, Entry>();
-  /** Projects seen to exist, with when that expires. */
-  private readonly projects = new Map<string, number>();
-  private readonly ttlMs: number;
-  private readonly maxEntries: number;
-  private readonly now: () => number;
-  private readonly live: () => boolean;
-  /** Bumped by every invalidation: a lookup that saw it change does not store its answer. */
-  private generation = 0;
-  /** Lookups that reached the inner store (for tests and diagnostics). */
-  misses = 0;
+  private readonly keys: InvalidatedCache<StoredKey | undefined>;
+  /** Projects seen to exist; forgetting a key stops a racing project check from being stored too. */
+  private readonly projects: InvalidatedCache<true>;
 
   constructor(
     private readonly inner: CredentialStore,
     options: CredentialCacheOptions = {},
   ) {
-    this.ttlMs = options.ttlMs ?? 10_000;
-    this.maxEntries = options.maxEntries ?? 10_000;
-    this.now = options.now ?? (() => performance.now());
-    this.live = options.live ?? (() => true);
+    const shared = {
+      ...options,
+      ttlMs: options.ttlMs ?? 10_000,
+      maxEntries: options.maxEntries ?? 10_000,
+      generation: new Generation(),
+    };
+    this.keys = new InvalidatedCache(shared);
+    this.projects = new InvalidatedCache(shared);
   }
 
   /**
@@ -103,72 +82,45 @@ export class CachingCredentialStore implements CredentialStore {
 
   /** The key when it is cached (and may be served) now; no lookup. */
   cachedApiKey(keyId: string): StoredKey | undefined {
-    const hit = this.entries.get(keyId);
-    if (hit === undefined || !this.live()) return undefined;
-    if (hit.expires > this.now()) return hit.key;
-    this.entries.delete(keyId);
-    return undefined;
+    return this.keys.peek(keyId);
   }
 
-  async findApiKey(keyId: string): Promise<StoredKey | undefined> {
-    const live = this.live();
-    if (live) {
-      const hit = this.entries.get(keyId);
-      if (hit !== undefined) {
-        if (hit.expires > this.now()) return hit.key;
-        this.entries.delete(keyId);
-      }
-    }
-    const generation = this.generation;
-    this.misses++;
-    const key = await this.inner.findApiKey(keyId);
-    if (key !== undefined && live && this.live() && generation === this.generation) {
-      remember(this.entries, keyId, { key, expires: this.now() + this.ttlMs }, this.maxEntries);
-    }
-    return key;
+  findApiKey(keyId: string): Promise<StoredKey | undefined> {
+    return this.keys.get(keyId, () => this.inner.findApiKey(keyId));
   }
 
   async missingProjects(ids: string[]): Promise<string[]> {
-    const live = this.live();
-    const now = this.now();
-    if (live && ids.every((id) => (this.projects.get(id) ?? 0) > now)) return [];
-    const generation = this.generation;
-    this.misses++;
-    const missing = await this.inner.missingProjects(ids);
-    if (live && this.live() && generation === this.generation) {
-      const expires = this.now() + this.ttlMs;
-      for (const id of ids) if (!missing.includes(id)) remember(this.projects, id, expires, this.maxEntries);
-    }
-    return missing;
+    if (ids.every((id) => this.projects.peek(id) !== undefined)) return [];
+    return this.projects.readThrough(
+      () => this.inner.missingProjects(ids),
+      (missing, store) => {
+        for (const id of ids) if (!missing.includes(id)) store(id, true);
+      },
+    );
   }
 
   /** Forgets `keyId`, or every key and project. */
   invalidate(keyId: string | undefined): void {
-    this.generation++;
     if (keyId === undefined) {
-      this.entries.clear();
+      this.keys.clear();
       this.projects.clear();
     } else {
-      this.entries.delete(keyId);
+      this.keys.delete(keyId);
     }
   }
 
   /** Whether `keyId` is cached now. */
   has(keyId: string): boolean {
-    return this.entries.has(keyId);
+    return this.keys.has(keyId);
   }
 
   /** Keys cached now. */
   get size(): number {
-    return this.entries.size;
+    return this.keys.size;
   }
-}
 
-/** Sets `key` in `map`, dropping the oldest entry when full. */
-function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
-  if (!map.has(key) && map.size >= max) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
+  /** Lookups that reached the inner store (for tests and diagnostics). */
+  get misses(): number {
+    return this.keys.misses + this.projects.misses;
   }
-  map.set(key, value);
 }

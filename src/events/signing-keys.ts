@@ -14,13 +14,14 @@
  *   memory or stored in it (and it is emptied), so a lost notification
  *   cannot leave an old key in use. On the embedded database one process
  *   owns the data and the in-process news is enough.
- * - A read that raced with a change is not stored (a generation counter).
- * - Unknown projects are never kept; entries expire after `ttlMs`
- *   (10 minutes, a backstop), at most `maxEntries` are kept.
+ * - A read that raced with a change is not stored, unknown projects are
+ *   never kept, entries expire after `ttlMs` (10 minutes, a backstop): the
+ *   rules of InvalidatedCache (src/db/invalidated-cache.ts).
  */
 import { sql } from "drizzle-orm";
 import { type Changes, changesPerDatabase } from "../db/changes.js";
 import type { Db, DbOrTx } from "../db/client.js";
+import { type CacheOptions, InvalidatedCache } from "../db/invalidated-cache.js";
 import { type ChangeFeed, followChanges } from "../db/listen.js";
 import type { Logger } from "../log.js";
 
@@ -38,66 +39,40 @@ export const signingKeyChangesOf: (db: object) => Changes<string> = changesPerDa
 /** Reads a project's current key; undefined when there is no such project. */
 export type SigningKeyRead = (projectId: string) => Promise<string | undefined>;
 
-export interface SigningKeyCacheOptions {
-  ttlMs?: number;
-  maxEntries?: number;
-  /** Monotonic milliseconds. */
-  now?: () => number;
-  /** Whether invalidations reach this cache now; while false nothing is served or stored. */
-  live?: () => boolean;
-}
+/** How long keys are remembered (10 minutes by default) and how many are kept (10,000). */
+export type SigningKeyCacheOptions = CacheOptions;
 
 export class SigningKeyCache {
-  private readonly entries = new Map<string, { key: string; expires: number }>();
-  private readonly ttlMs: number;
-  private readonly maxEntries: number;
-  private readonly now: () => number;
-  private readonly live: () => boolean;
-  private generation = 0;
-  /** Reads that reached the database (for tests and diagnostics). */
-  misses = 0;
+  private readonly keys: InvalidatedCache<string | undefined>;
 
   constructor(
     private readonly read: SigningKeyRead,
     options: SigningKeyCacheOptions = {},
   ) {
-    this.ttlMs = options.ttlMs ?? 600_000;
-    this.maxEntries = options.maxEntries ?? 10_000;
-    this.now = options.now ?? (() => performance.now());
-    this.live = options.live ?? (() => true);
+    this.keys = new InvalidatedCache({
+      ...options,
+      ttlMs: options.ttlMs ?? 600_000,
+      maxEntries: options.maxEntries ?? 10_000,
+    });
   }
 
-  async get(projectId: string): Promise<string | undefined> {
-    const live = this.live();
-    if (live) {
-      const hit = this.entries.get(projectId);
-      if (hit !== undefined) {
-        if (hit.expires > this.now()) return hit.key;
-        this.entries.delete(projectId);
-      }
-    }
-    const generation = this.generation;
-    this.misses++;
-    const key = await this.read(projectId);
-    if (key !== undefined && live && this.live() && generation === this.generation) {
-      if (!this.entries.has(projectId) && this.entries.size >= this.maxEntries) {
-        const oldest = this.entries.keys().next();
-        if (!oldest.done) this.entries.delete(oldest.value);
-      }
-      this.entries.set(projectId, { key, expires: this.now() + this.ttlMs });
-    }
-    return key;
+  get(projectId: string): Promise<string | undefined> {
+    return this.keys.get(projectId, () => this.read(projectId));
   }
 
   /** Forgets a project's key, or every key. */
   invalidate(projectId: string | undefined): void {
-    this.generation++;
-    if (projectId === undefined) this.entries.clear();
-    else this.entries.delete(projectId);
+    if (projectId === undefined) this.keys.clear();
+    else this.keys.delete(projectId);
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.keys.size;
+  }
+
+  /** Reads that reached the database (for tests and diagnostics). */
+  get misses(): number {
+    return this.keys.misses;
   }
 }
 

@@ -15,13 +15,13 @@
  *   they forget the domain's users. While a replica's listening connection
  *   is down the cache is neither used nor filled (and is emptied), so a lost
  *   notification cannot leave an old password working.
- * - A lookup that raced with an invalidation is not stored (a generation
- *   counter, bumped by every invalidation).
- * - Unknown users are never kept (a new user registers at once; random
- *   usernames cannot fill the memory); entries expire after `ttlMs`
- *   (10 minutes, a backstop) and at most `maxEntries` are kept, users and
- *   domains' answers each. `hasUsers` is asked only of domains the edge
- *   found, so random names cannot fill that memory either.
+ * - A lookup that raced with an invalidation is not stored, unknown users
+ *   are never kept (a new user registers at once; random usernames cannot
+ *   fill the memory), entries expire after `ttlMs` (10 minutes, a
+ *   backstop): the rules of InvalidatedCache (src/db/invalidated-cache.ts).
+ *   At most `maxEntries` are kept, users and domains' answers each.
+ *   `hasUsers` is asked only of domains the edge found, so random names
+ *   cannot fill that memory either.
  * A domain deleted takes its users with it (a cascade, no notification):
  * the edge checks the domain before it asks for credentials, so a deleted
  * domain's users are refused there.
@@ -29,6 +29,7 @@
 import { sql } from "drizzle-orm";
 import { type Changes, changesPerDatabase } from "../../db/changes.js";
 import type { Db, DbOrTx } from "../../db/client.js";
+import { type CacheOptions, Generation, InvalidatedCache } from "../../db/invalidated-cache.js";
 import { type ChangeFeed, followChanges } from "../../db/listen.js";
 import type { Logger } from "../../log.js";
 import type { SipUserCredentials } from "./domain.js";
@@ -51,99 +52,60 @@ export interface CredentialsLookup {
   hasUsers(domain: { projectId: string; id: string }): Promise<boolean>;
 }
 
-export interface SipCredentialsCacheOptions {
-  ttlMs?: number;
-  maxEntries?: number;
-  /** Monotonic milliseconds. */
-  now?: () => number;
-  /** Whether invalidations reach this cache now; while false nothing is served or stored. */
-  live?: () => boolean;
-}
+/** How long users are remembered (10 minutes by default) and how many are kept (50,000, and as many domains). */
+export type SipCredentialsCacheOptions = CacheOptions;
 
 export class SipCredentialsCache implements CredentialsLookup {
-  private readonly entries = new Map<string, { credentials: SipUserCredentials; expires: number }>();
-  /** `hasUsers` answers by domain id. */
-  private readonly domains = new Map<string, { hasUsers: boolean; expires: number }>();
-  private readonly ttlMs: number;
-  private readonly maxEntries: number;
-  private readonly now: () => number;
-  private readonly live: () => boolean;
-  private generation = 0;
-  /** Lookups that reached the database (for tests and diagnostics). */
-  misses = 0;
+  /** Users' credentials by `${sipDomainId}\u0000${username}`. */
+  private readonly users: InvalidatedCache<SipUserCredentials | undefined>;
+  /** `hasUsers` answers by domain id; forgetting users stops a racing answer from being stored, and vice versa. */
+  private readonly domains: InvalidatedCache<boolean>;
 
   constructor(
     private readonly inner: CredentialsLookup,
     options: SipCredentialsCacheOptions = {},
   ) {
-    this.ttlMs = options.ttlMs ?? 600_000;
-    this.maxEntries = options.maxEntries ?? 50_000;
-    this.now = options.now ?? (() => performance.now());
-    this.live = options.live ?? (() => true);
+    const shared = {
+      ...options,
+      ttlMs: options.ttlMs ?? 600_000,
+      maxEntries: options.maxEntries ?? 50_000,
+      generation: new Generation(),
+    };
+    this.users = new InvalidatedCache(shared);
+    this.domains = new InvalidatedCache(shared);
   }
 
-  async credentials(sipDomainId: string, username: string): Promise<SipUserCredentials | undefined> {
-    const key = `${sipDomainId}\u0000${username}`;
-    const live = this.live();
-    if (live) {
-      const hit = this.entries.get(key);
-      if (hit !== undefined) {
-        if (hit.expires > this.now()) return hit.credentials;
-        this.entries.delete(key);
-      }
-    }
-    const generation = this.generation;
-    this.misses++;
-    const found = await this.inner.credentials(sipDomainId, username);
-    if (found !== undefined && live && this.live() && generation === this.generation) {
-      if (!this.entries.has(key) && this.entries.size >= this.maxEntries) {
-        const oldest = this.entries.keys().next();
-        if (!oldest.done) this.entries.delete(oldest.value);
-      }
-      this.entries.set(key, { credentials: found, expires: this.now() + this.ttlMs });
-    }
-    return found;
+  credentials(sipDomainId: string, username: string): Promise<SipUserCredentials | undefined> {
+    return this.users.get(`${sipDomainId}\u0000${username}`, () =>
+      this.inner.credentials(sipDomainId, username),
+    );
   }
 
-  /** Whether the domain has users: remembered like credentials, forgotten with the domain's users. */
-  async hasUsers(domain: { projectId: string; id: string }): Promise<boolean> {
-    const live = this.live();
-    if (live) {
-      const hit = this.domains.get(domain.id);
-      if (hit !== undefined) {
-        if (hit.expires > this.now()) return hit.hasUsers;
-        this.domains.delete(domain.id);
-      }
-    }
-    const generation = this.generation;
-    this.misses++;
-    const found = await this.inner.hasUsers(domain);
-    if (live && this.live() && generation === this.generation) {
-      if (!this.domains.has(domain.id) && this.domains.size >= this.maxEntries) {
-        const oldest = this.domains.keys().next();
-        if (!oldest.done) this.domains.delete(oldest.value);
-      }
-      this.domains.set(domain.id, { hasUsers: found, expires: this.now() + this.ttlMs });
-    }
-    return found;
+  /** Whether the domain has users: remembered like credentials (either answer), forgotten with the domain's users. */
+  hasUsers(domain: { projectId: string; id: string }): Promise<boolean> {
+    return this.domains.get(domain.id, () => this.inner.hasUsers(domain));
   }
 
   /** Forgets the users of `sipDomainId`, or every user. */
   invalidate(sipDomainId: string | undefined): void {
-    this.generation++;
     if (sipDomainId === undefined) {
-      this.entries.clear();
+      this.users.clear();
       this.domains.clear();
       return;
     }
     this.domains.delete(sipDomainId);
     const prefix = `${sipDomainId}\u0000`;
-    for (const key of this.entries.keys()) if (key.startsWith(prefix)) this.entries.delete(key);
+    this.users.deleteWhere((key) => key.startsWith(prefix));
   }
 
   /** Users remembered now. */
   get size(): number {
-    return this.entries.size;
+    return this.users.size;
+  }
+
+  /** Lookups that reached the database (for tests and diagnostics). */
+  get misses(): number {
+    return this.users.misses + this.domains.misses;
   }
 }
 
