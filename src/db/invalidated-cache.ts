@@ -15,7 +15,7 @@
  *   invalidations cover each other (a domain's users and whether it has
  *   any) share one Generation, so forgetting one kind stops a racing read
  *   of the other.
- * - Undefined answers (unknown keys) are not stored unless asked: a new
+ * - Undefined answers (unknown keys) are not stored: a new
  *   row works at once and random names cannot fill the memory.
  * - Entries expire after `ttlMs` by a monotonic clock (a backstop, not the
  *   mechanism); at most `maxEntries` are kept, the oldest stored first
@@ -40,8 +40,6 @@ export interface CacheOptions {
 export interface InvalidatedCacheOptions extends CacheOptions {
   ttlMs: number;
   maxEntries: number;
-  /** Store undefined answers too (default: no, they are read each time). */
-  storeUndefined?: boolean;
   /** Shared with the caches a read of this one must not outrace (default: its own). */
   generation?: Generation;
 }
@@ -70,7 +68,6 @@ export class InvalidatedCache<V> {
   private readonly maxEntries: number;
   private readonly now: () => number;
   private readonly live: () => boolean;
-  private readonly storeUndefined: boolean;
   private readonly generation: Generation;
   private missCount = 0;
 
@@ -79,7 +76,6 @@ export class InvalidatedCache<V> {
     this.maxEntries = options.maxEntries;
     this.now = options.now ?? (() => performance.now());
     this.live = options.live ?? (() => true);
-    this.storeUndefined = options.storeUndefined ?? false;
     this.generation = options.generation ?? new Generation();
   }
 
@@ -88,7 +84,7 @@ export class InvalidatedCache<V> {
     const hit = this.live() ? this.fresh(key) : undefined;
     if (hit !== undefined) return Promise.resolve(hit.value);
     return this.readThrough(load, (value, store) => {
-      if (value !== undefined || this.storeUndefined) store(key, value);
+      if (value !== undefined) store(key, value);
     });
   }
 

@@ -56,21 +56,13 @@ describe("InvalidatedCache", () => {
     expect(c.size).toBe(1);
   });
 
-  it("does not store an undefined answer, unless asked to", async () => {
+  it("does not store an undefined answer", async () => {
     const t = table<string>();
     const c = cache<string>();
     expect(await c.get("nobody", t.load("nobody"))).toBeUndefined();
     expect(await c.get("nobody", t.load("nobody"))).toBeUndefined();
     expect(t.reads).toBe(2);
     expect(c.has("nobody")).toBe(false);
-
-    const keeping = cache<string>({ storeUndefined: true });
-    expect(await keeping.get("nobody", t.load("nobody"))).toBeUndefined();
-    expect(keeping.has("nobody")).toBe(true);
-    t.rows.set("nobody", "created");
-    expect(await keeping.get("nobody", t.load("nobody"))).toBeUndefined();
-    expect(t.reads).toBe(3);
-    expect(keeping.misses).toBe(1);
   });
 
   it("stores false and other falsy answers", async () => {
