@@ -159,8 +159,10 @@ describe("CallMedia", () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(media.position()).toBeGreaterThan(4 * 8000);
     expect(heldFirstSecond).toBe(true);
-    // Released 1.5 s ago: the prunes (every 0.2 s) forgot all but the last 0.5 s; the peer's latest audio is there.
-    expect(loud(0, media.position() - 8000)).toBe(false);
+    // Released 1.5 s ago: the prunes forgot what is older than 0.5 s, in whole 0.5 s segments, every
+    // 0.2 s: nothing older than 0.5 + 0.2 + 0.5 s (9,600 samples) is left, whatever the phase of
+    // the prunes and segments; the peer's latest audio is there.
+    expect(loud(0, media.position() - 9600)).toBe(false);
     expect(loud(media.position() - 4000, media.position())).toBe(true);
   }, 20_000);
 });

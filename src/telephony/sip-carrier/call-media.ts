@@ -17,7 +17,8 @@
  *   so a peer's own RTP timeout never fires), which the track leaves empty.
  * - Owners: `send(samples, owner)` and `clear(owner)` (a media fork clears
  *   its own audio, not a `<Say>` under way).
- * - Memory: the tracks keep the last 0.5 s (pruned every 0.2 s), and older audio only while a
+ * - Memory: the tracks keep the last 0.5 s (pruned every 0.2 s, in whole 0.5 s segments: at
+ *   most 1.2 s is left behind the present), and older audio only while a
  *   consumer (a call recording, a Record, a fork) `hold`s it, so a long call
  *   that nobody records costs no more than a short one.
  * - RTP timeout: checked once a second on the playout ticks — no packet
