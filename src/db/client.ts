@@ -19,6 +19,7 @@ import type { ExtractTablesWithRelations } from "drizzle-orm/relations";
 import postgres from "postgres";
 import type { Config } from "../config.js";
 import { embeddedTemplateDir } from "./embedded-template.js";
+import { LANES, useGroupCommit } from "./group-commit.js";
 import { embeddedDataDir } from "./location.js";
 import { adoptPgliteThread, startPgliteThread } from "./pglite-thread.js";
 import * as schema from "./schema/index.js";
@@ -152,18 +153,23 @@ export function reconnectDelaySeconds(retries: number): number {
  * settings and no reply timeout (tests).
  */
 export function openPostgres(url: string, timeouts?: DatabaseTimeouts): Database {
-  const client = postgres(url, {
-    max: 10,
+  const options = {
     onnotice: () => {},
     backoff: reconnectDelaySeconds,
     ...(timeouts && sessionLimits(url, timeouts)),
-  } as postgres.Options<Record<string, postgres.PostgresType>>);
+  } as postgres.Options<Record<string, postgres.PostgresType>>;
+  const client = postgres(url, { ...options, max: 10 });
+  // The call engine's writes, committed in groups on connections of their own (group-commit.ts).
+  const writer = postgres(url, { ...options, max: LANES });
   const db = drizzlePostgres({ client, schema });
+  useGroupCommit(db, writer);
   return {
     db: db as unknown as Db,
     driver: "postgres",
     migrate: () => migratePostgresLocked(url),
-    close: () => client.end({ timeout: 5 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 5 }), writer.end({ timeout: 5 })]);
+    },
   };
 }
 

@@ -3,6 +3,7 @@ import { and, asc, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
 import { keysetAfter, keysetOrder, type PagePosition } from "../api/pagination.js";
 import type { Db } from "../db/client.js";
 import { directClientOf, fixedRows } from "../db/direct.js";
+import { groupedRows } from "../db/group-commit.js";
 import {
   webhookAttempts as attempts,
   type NewWebhookAttemptRow,
@@ -11,7 +12,6 @@ import {
   type WebhookAttemptRow,
   type WebhookEventRow,
 } from "../db/schema/index.js";
-import { timedStatement } from "../observability/metrics.js";
 
 function ms(column: string): string {
   return `(extract(epoch from ${column}) * 1000)::float8`;
@@ -382,7 +382,8 @@ export class WebhookEventsRepository {
         event.callId ?? null,
         JSON.stringify(made),
       ];
-      await timedStatement(INSERT_FINISHED, () => client.unsafe(INSERT_FINISHED, params, { prepare: true }));
+      // Committed with the engine's other writes of this turn (group-commit.ts).
+      await groupedRows(this.db, INSERT_FINISHED, params);
       return;
     }
     if (made.length === 0) await this.db.insert(t).values(event);

@@ -52,10 +52,11 @@ describe.each(testDatabases())("<Play> on $name", (backend) => {
     const ended = await runToEnd(created.name);
     expect(ended.state).toBe(Call_State.COMPLETED);
     // Two plays of 3.2 s each; the answer time also holds the markup fetch (call time moves in
-    // 0.1 s steps while real HTTP happens), under a second here.
+    // 0.1 s steps while real HTTP happens): under a second on a quiet machine, 1.0 s seen in a
+    // loaded full run: 2 s allowed.
     const answered = Number(ended.answerDuration?.seconds) + ended.answerDuration!.nanos / 1e9;
     expect(answered).toBeGreaterThanOrEqual(6.4);
-    expect(answered).toBeLessThan(7.4);
+    expect(answered).toBeLessThan(6.4 + 2);
     // The second play of the same URI is measured from the cache.
     expect(handler.requests.filter((r) => r.path === "/media/hold.wav")).toHaveLength(1);
 
@@ -65,7 +66,7 @@ describe.each(testDatabases())("<Play> on $name", (backend) => {
     const seconds = Number(second.answerDuration?.seconds) + second.answerDuration!.nanos / 1e9;
     // MP3 frames are 72 ms at 8 kHz (the encoder pads up to two); plus the fetch, as above.
     expect(seconds).toBeGreaterThanOrEqual(3.2 - 0.001);
-    expect(seconds).toBeLessThan(3.2 + 1.2);
+    expect(seconds).toBeLessThan(3.2 + 2);
   });
 
   it("audio that cannot be fetched or measured ends the call FAILED PLAY_UNAVAILABLE", async () => {

@@ -58,7 +58,7 @@ import { type FieldViolation, failedPrecondition, invalidArgument } from "../../
 import { newResourceId } from "../../api/ids.js";
 import type { Clock } from "../../clock.js";
 import type { Db, DbOrTx, Tx } from "../../db/client.js";
-import { fixedRows } from "../../db/direct.js";
+import { groupedRows } from "../../db/group-commit.js";
 import {
   type CallRecordingSettings,
   type CallRow,
@@ -328,7 +328,8 @@ export class IncomingCalls {
       ringTime: now,
     };
     if (db === this.deps.db) {
-      await fixedRows(db, INSERT_INCOMING_CALL, [
+      // Committed with the engine's other writes of this turn (db/group-commit.ts).
+      await groupedRows(db, INSERT_INCOMING_CALL, [
         row.id,
         row.projectId,
         row.to,

@@ -12,10 +12,13 @@
  * may be sent again after its reply was lost (engine.ts): the update sets
  * the same values, and the state update, under the same id, is inserted
  * once. The signing key read before every call-control request is one too.
+ * Transitions are committed in groups (../../db/group-commit.ts): those of
+ * the calls that moved in one turn of the event loop, one transaction.
  */
 import { getTableColumns } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
 import { fixedRows } from "../../db/direct.js";
+import { groupedRows } from "../../db/group-commit.js";
 import { type CallRow, calls } from "../../db/schema/index.js";
 import type { WebhookToEnqueue } from "../../events/outbox.js";
 import type { Patch } from "./active-call.js";
@@ -88,7 +91,7 @@ export async function writeTransition(
   const params: Param[] = keys.map((k) => param(patch[k as keyof Patch]));
   params.push(row.id);
   if (event === undefined) {
-    await fixedRows(db, textOf(keys, false), params);
+    await groupedRows(db, textOf(keys, false), params);
     return false;
   }
   params.push(
@@ -100,7 +103,7 @@ export async function writeTransition(
     event.body,
     event.now.toISOString(),
   );
-  const rows = await fixedRows(db, textOf(keys, true), params);
+  const rows = await groupedRows(db, textOf(keys, true), params);
   return rows.length > 0;
 }
 
