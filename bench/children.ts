@@ -7,7 +7,7 @@
  * dies without a chance to.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -62,6 +62,9 @@ export class Child {
     });
     this.proc.stdin?.on("error", () => {});
     let buffered = "";
+    // BENCH_SERVER_LOG: every child's log lines appended to that file too (diagnosis).
+    const logFile = process.env.BENCH_SERVER_LOG;
+    if (logFile) this.lineListeners.add((line) => appendFileSync(logFile, `${label} ${line}\n`));
     // Always drained, so a chatty child never blocks on a full pipe.
     this.proc.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
       buffered += chunk;
