@@ -93,8 +93,7 @@ class GroupCommit {
 
   private async send(batch: Write[]): Promise<void> {
     if (batch.length === 1) {
-      const [w] = batch as [Write];
-      await directRows(this.client, w.text, w.params).then(w.resolve, w.reject);
+      await this.alone(batch[0]!);
       return;
     }
     this.batches++;
@@ -109,15 +108,18 @@ class GroupCommit {
     if (errors.some((e) => e === rolledBack || fromDatabase(e))) {
       // The database refused something: the transaction was rolled back, nothing of it
       // written. Each alone, with its own outcome.
-      await Promise.all(
-        batch.map((w) => directRows(this.client, w.text, w.params).then(w.resolve, w.reject)),
-      );
+      await Promise.all(batch.map((w) => this.alone(w)));
       return;
     }
     // The connection failed: committed or not, unknown. Each fails as it would have alone.
     batch.forEach((w, i) => {
       w.reject((settled[i] as { err: unknown }).err);
     });
+  }
+
+  /** `w` as a statement of its own (its own transaction), settled with its outcome. */
+  private alone(w: Write): Promise<void> {
+    return directRows(this.client, w.text, w.params).then(w.resolve, w.reject);
   }
 
   /**
