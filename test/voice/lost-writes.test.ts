@@ -195,8 +195,14 @@ describePostgres("a call's writes over a failing connection", () => {
     const call = await create(project, from, to, "transitions", { trigger: Trigger.ANSWER });
     const id = call.name.split("/")[3]!;
     let row = await rowOf(id);
-    for (let i = 0; i < 200 && row?.state !== "IN_PROGRESS"; i++) {
-      await scheduler.advance(0.5);
+    // Call time moves until RINGING's reply is lost (the call rang) and 1.5 s more (it answers
+    // 1 s after ringing), then only real time passes: the hang-up (5 s after the answer) must
+    // not come while RINGING is still being sent again (its connection reconnects first), or
+    // IN_PROGRESS and COMPLETED would both be written before the database is refused.
+    let sinceLost = 0;
+    for (let i = 0; i < 400 && row?.state !== "IN_PROGRESS"; i++) {
+      if (proxy.lost() > lostBefore) sinceLost++;
+      await (sinceLost <= 3 ? scheduler.advance(0.5) : sleep(20));
       await sleep(5);
       row = await rowOf(id);
     }
