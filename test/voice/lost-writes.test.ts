@@ -331,7 +331,13 @@ describePostgres("a call's writes over a failing connection", () => {
 
   it("a transcription whose end never reached the database is ended again, ready once", async () => {
     const { project, from } = await owner();
-    const to = await route({ ringSeconds: 1, talkSeconds: 4 });
+    // The callee hangs up 6 s after answering: the whole Say must be heard
+    // before. Synthesized first, so the Say takes no call time before it is
+    // heard (the harness moves call time on while work is pending: CI saw
+    // the hang-up cut it to "Zanzibar quokka" when it was synthesized during
+    // the call, with 4 s).
+    const to = await route({ ringSeconds: 1, talkSeconds: 6 });
+    await spokenSeconds("Zanzibar quokka marmalade");
     serve({ "/start": xml('<Say>Zanzibar quokka marmalade</Say><Wait Seconds="600"/>') });
     const lostBefore = proxy.lost();
     // The file's one transcription update: its text goes out with it (a connection prepares it once).
