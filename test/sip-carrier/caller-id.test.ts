@@ -176,15 +176,29 @@ describe.each(testDatabases())("caller ID of <Call> child legs on $name", (backe
 
   it.each([
     ["Privacy: id", "sip:alice@127.0.0.1", ["Privacy: id"]],
+    ["Privacy: user", "sip:alice@127.0.0.1", ["Privacy: user"]],
+    ["Privacy: header;id", "sip:alice@127.0.0.1", ["Privacy: header;id"]],
     ["From anonymous", "sip:anonymous@anonymous.invalid", []],
-  ])("keeps a private caller (%s) anonymous", async (_, from, headers) => {
+  ])("keeps a private caller (%s) anonymous: RFC 3323's From and Privacy: id", async (_, from, headers) => {
     const callee = await endpoint();
     const fqdn = await domain(await newProject(database.db), `sip:bob@127.0.0.1:${callee.port}`);
     const { invite, caller } = await childInvite(fqdn, callee, from, headers);
-    expect(fromUri(invite)).toMatch(/^sip:anonymous@/);
+    expect(invite.text).toMatch(/\r\nFrom: "Anonymous" <sip:anonymous@anonymous\.invalid>;tag=/);
+    expect(invite.text).toMatch(/\r\nPrivacy: id\r\n/);
     expect(invite.text).not.toContain("alice");
     expect((await child(caller.callId)).from).toBe("");
   });
+
+  it.each([["Privacy: none"], ["Privacy: header"]])(
+    "presents a caller whose %s withholds no identity",
+    async (header) => {
+      const callee = await endpoint();
+      const fqdn = await domain(await newProject(database.db), `sip:bob@127.0.0.1:${callee.port}`);
+      const { invite } = await childInvite(fqdn, callee, "sip:alice@127.0.0.1", [header]);
+      expect(fromUri(invite)).toBe(`sip:alice@${fqdn}`);
+      expect(invite.text).not.toMatch(/\r\nPrivacy:/i);
+    },
+  );
 
   it("presents an explicit CallerId of the project's own number instead", async () => {
     const project = await newProject(database.db);

@@ -351,6 +351,60 @@ describe.each(testDatabases())("inbound SIP calls on $name", (backend) => {
     expect(r.from).toBe("sip:alice@127.0.0.1");
   });
 
+  it("refuses an authenticated INVITE whose From is another of the domain's users (403, no call); any other name goes on", async () => {
+    const { fqdn, name } = await domain("<Say>welcome</Say>", { user: true });
+    await createTestClient(SipUsers, database.db, systemClock).createSipUser({
+      parent: name,
+      sipUserId: "bob",
+      sipUser: { username: "bob", password: "bobs-own-pass", disabled: true },
+    });
+    const uri = `sip:1001@${fqdn}`;
+    /** The final answer to alice's credentials with `from` as the caller. */
+    const attempt = async (from: string) => {
+      const p = await phone();
+      const first = p.invite(uri, { from });
+      const challenge = await p.sip.inbox.next(final(first.branch));
+      expect(challenge.status).toBe(401);
+      p.inDialog("ACK", uri, { cseq: first.cseq });
+      const answered = p.invite(uri, {
+        from,
+        authorization: digestAnswer(
+          challenge.headers("WWW-Authenticate")[0]!,
+          "INVITE",
+          "alice",
+          "s3cret-pass",
+          uri,
+        ),
+      });
+      const res = await p.sip.inbox.next(final(answered.branch));
+      if (res.status === 200) {
+        p.learn(res);
+        p.inDialog("ACK", uri, { cseq: answered.cseq });
+        p.inDialog("BYE", uri);
+      } else {
+        p.inDialog("ACK", uri, { cseq: answered.cseq });
+      }
+      return { res, callId: p.callId };
+    };
+    // bob is a user of the domain (disabled, even): alice may not call as bob.
+    const bob = await attempt(`sip:bob@${fqdn}`);
+    expect(bob.res.status).toBe(403);
+    expect(bob.res.reason).toBe("Forbidden (From Is Another User)");
+    expect(await database.db.select().from(calls).where(eq(calls.sipCallId, bob.callId))).toEqual([]);
+    // Itself, a PBX's extension (no user of the domain), a number, anonymous.
+    const others = [
+      `sip:alice@${fqdn}`,
+      "sip:1001@192.0.2.10",
+      "sip:+61255500001@10.1.2.3",
+      "sip:anonymous@anonymous.invalid",
+    ];
+    for (const from of others) {
+      const { res, callId } = await attempt(from);
+      expect([from, res.status]).toEqual([from, 200]);
+      expect((await row(callId, true)).state).toBe("COMPLETED");
+    }
+  });
+
   it("records what the caller sends (<Record>, stopped by an RFC 4733 key): the audio decoded as sent", async () => {
     const { fqdn, project } = await domain('<Record PlayBeep="false" StopKey="#" MaxDurationSeconds="20"/>');
     const p = await phone();

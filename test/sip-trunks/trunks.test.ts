@@ -489,7 +489,8 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
       const p = await phone();
       const { branch } = p.invite(`sip:${FAR_NUMBER}@${fqdn}`, { from: `sip:${number}@127.0.0.1` });
       const out = await carrier.inbox.next(isInvite, 15_000);
-      expect(out.header("From")).toMatch(/^<sip:anonymous@/);
+      expect(out.header("From")).toMatch(/^"Anonymous" <sip:anonymous@anonymous\.invalid>;tag=/);
+      expect(out.header("Privacy")).toBe("id");
       expect(out.text).not.toContain(number);
       expect(await metric("switchboard_caller_ids_withheld_total")).toBe(withheld + 1);
       reply(carrier, out, "486 Busy Here");

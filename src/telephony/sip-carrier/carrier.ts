@@ -23,7 +23,9 @@
  *
  * Outgoing (`placeCall` to a `sip:` URI, ./outbound.ts resolves where to):
  * INVITE with an offer (PCMU, PCMA, telephone-event; Call-ID `<call id>@<host
- * of to>`, what the Call shows as sip_call_id) → 180/183 ringing, 2xx
+ * of to>`, what the Call shows as sip_call_id; a withheld caller as RFC
+ * 3323's `"Anonymous" <sip:anonymous@anonymous.invalid>` with `Privacy: id`)
+ * → 180/183 ringing, 2xx
  * answered (ACKed by the dialog layer), 486/600 busy, 603 rejected, no
  * final answer within timeoutSeconds → CANCEL and no-answer; other 3xx-6xx
  * (and 408 from the transaction) failed with error code `SIP_<status>`; an
@@ -75,6 +77,9 @@ interface HeldInvite {
   leg: SipLeg | undefined;
   cancelled: boolean;
 }
+
+/** The From of an outgoing leg whose caller is withheld (RFC 3323, section 4.1.1.3). */
+export const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';
 
 /** Where an outgoing call goes: the Request-URI and the next hop. */
 export interface OutboundTarget {
@@ -354,9 +359,13 @@ export class SipCarrier implements Carrier {
       const offer = this.sdp(session, undefined, 1).sdp;
       const credentials = target.trunk === undefined ? this.options.credentialsFor?.(request) : undefined;
       const digest = target.trunk?.digest;
-      const from = request.from.startsWith("sip:")
-        ? `<${request.from}>`
-        : `<sip:${request.from === "" ? "anonymous" : request.from}@${this.options.endpoint.sentBy(destination.transport).host}>`;
+      // A withheld caller: RFC 3323's anonymous From, and Privacy: id (what carriers read as CLIR).
+      const withheld = request.from === "";
+      const from = withheld
+        ? ANONYMOUS_FROM
+        : request.from.startsWith("sip:")
+          ? `<${request.from}>`
+          : `<sip:${request.from}@${this.options.endpoint.sentBy(destination.transport).host}>`;
       let heard = false;
       let abandoned = false;
       const sent = this.layer.invite(target.uri, destination, {
@@ -365,6 +374,7 @@ export class SipCarrier implements Carrier {
         // What the Call shows as sip_call_id (src/voice/calls/proto.ts): the call's id at the host of `to`.
         callId: sipCallIdOf(request),
         body: Buffer.from(offer),
+        ...(withheld ? { headers: [["Privacy", "id"]] as Array<[string, string]> } : {}),
         ...(credentials === undefined ? {} : { credentials }),
         ...(digest === undefined ? {} : { digest }),
         progress: (r) => {

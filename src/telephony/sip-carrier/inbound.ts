@@ -15,7 +15,10 @@
  *    same nonces as REGISTER, ../sip-edge/digest-realms.ts) until it carries
  *    the credentials of one of its enabled users; wrong ones are challenged
  *    again. Unnamed calls are not challenged (their domain is not known
- *    before resolution).
+ *    before resolution). An authenticated INVITE whose From names another
+ *    of the domain's users is refused 403 (`Forbidden (From Is Another
+ *    User)`, `impersonates`), as REGISTER refuses another's
+ *    address-of-record.
  * 3. A PSTN_TRUNK domain (named, or the domain-optional one the source
  *    address matches): with no carrier trunk enabled, 503 (`Service
  *    Unavailable (No Carrier Trunk)`, no Retry-After: the operator must
@@ -221,6 +224,12 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
           }
           deps.guard?.authSucceeded(source.address);
           username = result.username;
+          const domainId = sipDomainId;
+          const isUser = async (name: string) => (await deps.users.credentials(domainId, name)) !== undefined;
+          if (await impersonates(fromOf(request).uri.user, username, isUser)) {
+            refuse(tx, source, 403, "Forbidden (From Is Another User)", "from-another-user");
+            return;
+          }
         }
       }
     }
@@ -256,8 +265,8 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
     }
     deps.carrier.hold(callId, tx, source, offer, session);
     const from = fromOf(request);
-    const privacy = (request.headers.get("Privacy") ?? "").toLowerCase();
-    const isPrivate = privacy.includes("id") || from.uri.user?.toLowerCase() === "anonymous";
+    const isPrivate =
+      privacyAsked(request.headers.get("Privacy")) || from.uri.user?.toLowerCase() === "anonymous";
     try {
       await deps.incoming.receive(
         trunkCall !== undefined
@@ -310,6 +319,46 @@ export function inviteHandler(deps: InviteDeps): RequestHandler {
       tx.respond(tx.reply(500, "Server Internal Error"));
     });
   };
+}
+
+/**
+ * Whether an INVITE authenticated as `username` names another user of its
+ * domain as its caller (its From's user part, percent-encoded; `isUser`
+ * tells whether a name is one of the domain's users): refused, as REGISTER
+ * refuses another's address-of-record (../sip-edge/register.ts), since the
+ * domain's endpoints know each other by their users' names. Any other name
+ * (a PBX registered as one user presenting its extensions, a number,
+ * `anonymous`) is the caller's own claim, as an unauthenticated caller's is:
+ * a number reaches the PSTN only when the project holds it (the engine's
+ * caller ID check). User parts are compared exactly (RFC 3261 19.1.4).
+ */
+export async function impersonates(
+  fromUser: string | undefined,
+  username: string,
+  isUser: (name: string) => Promise<boolean>,
+): Promise<boolean> {
+  if (fromUser === undefined) return false;
+  let user: string;
+  try {
+    user = decodeURIComponent(fromUser);
+  } catch {
+    return false;
+  }
+  return user !== username && (await isUser(user));
+}
+
+/**
+ * Whether a Privacy header (RFC 3323, RFC 3325) asks for the caller to be
+ * withheld: one of its values (`;`-separated, case-insensitive) is `id`
+ * (RFC 3325) or `user` (RFC 3323's user-level privacy). `none`, `header`,
+ * `session` and `critical` alone withhold nothing.
+ */
+export function privacyAsked(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  return header
+    .split(/[;,]/)
+    .map((v) => v.trim().toLowerCase())
+    .some((v) => v === "id" || v === "user");
 }
 
 /**
