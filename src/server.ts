@@ -19,11 +19,12 @@ import { withReplay } from "./api/idempotency/interceptor.js";
 import { createInterceptors } from "./api/interceptors.js";
 import type { MonotonicClock } from "./api/rate-limit/token-bucket.js";
 import {
+  ALL_KEYS,
   CachingCredentialStore,
+  CREDENTIALS_CHANNEL,
   type CredentialCacheOptions,
   credentialChangesOf,
 } from "./auth/credential-cache.js";
-import { type CredentialListener, listenForCredentialChanges } from "./auth/credential-listener.js";
 import { Authenticator, type Policies } from "./auth/interceptor.js";
 import { type OperatorToken, resolveOperatorToken } from "./auth/operator-token.js";
 import { METHOD_POLICIES } from "./auth/permissions.js";
@@ -31,6 +32,7 @@ import { DbCredentialStore } from "./auth/store.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
 import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
+import { type ChangeFeed, followChanges } from "./db/listen.js";
 import { listenForWebhooks, webhookNotifier } from "./events/listener.js";
 import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
@@ -251,20 +253,25 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     });
   const operatorToken = resolveOperatorToken(config);
   // Credentials are cached briefly; a change through any replica reaches every cache at once.
-  let credentialListener: CredentialListener | undefined;
-  const credentialsLive = () => credentialListener === undefined || credentialListener.live();
+  let credentialFeed: ChangeFeed | undefined;
+  const credentialsLive = () => credentialFeed?.live() ?? true;
   const credentials = new CachingCredentialStore(new DbCredentialStore(database), {
     ...options.credentialCache,
     live: credentialsLive,
   });
-  const stopCredentialChanges = credentialChangesOf(database).subscribe((id) => credentials.invalidate(id));
-  // Other replicas' changes arrive over LISTEN, a connection of its own: a
-  // server's. The embedded database is one process with a single session
-  // (its thread takes one connection), and in-process changes arrive above.
-  credentialListener =
-    owned?.driver === "pglite"
-      ? undefined
-      : listenForCredentialChanges(database, (id) => credentials.invalidate(id), log);
+  // This process's changes arrive after each commit; other replicas' over
+  // LISTEN, a connection of its own: a server's. The embedded database is one
+  // process with a single session (its thread takes one connection): no LISTEN.
+  credentialFeed = followChanges(database, {
+    changes: credentialChangesOf(database),
+    channel: CREDENTIALS_CHANNEL,
+    invalidate: (id) => credentials.invalidate(id),
+    log,
+    what: "credential change listener",
+    lostMessage: "credential change listener disconnected: not caching credentials until it is back",
+    all: ALL_KEYS,
+    listen: owned?.driver !== "pglite",
+  });
   const authenticator = new Authenticator({ operatorToken: operatorToken.token, store: credentials, clock });
   // Service accounts exchange signed assertions for access tokens (src/oauth/).
   const tokenIssuer = new TokenIssuer({
@@ -455,8 +462,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
         await messageNetwork.stop();
         await webhookListener?.close();
         await webhooks?.stop();
-        stopCredentialChanges();
-        await credentialListener?.close();
+        await credentialFeed.close();
         await owned?.close();
         owned = undefined;
         blobs.close();

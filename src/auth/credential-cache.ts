@@ -8,10 +8,10 @@
  *   replica's caches forget the key before the change's answer is sent.
  * - The same transaction runs `pg_notify(CREDENTIALS_CHANNEL, key id)`
  *   (`notifyCredentialChange`), delivered to every replica listening on the
- *   same PostgreSQL when it commits (credential-listener.ts), which forget it
- *   too. While a replica's listening connection is down, its cache is not
- *   used at all (and is emptied), so a lost notification cannot leave a
- *   revoked key cached.
+ *   same PostgreSQL when it commits (`followChanges`, src/db/listen.ts, wired
+ *   in server.ts), which forget it too. While a replica's listening
+ *   connection is down, its cache is not used at all (and is emptied), so a
+ *   lost notification cannot leave a revoked key cached.
  * - A lookup that raced with an invalidation of a key or project is not
  *   stored, and entries expire after `ttlMs` (10 s, a backstop): the rules
  *   of InvalidatedCache (src/db/invalidated-cache.ts).
