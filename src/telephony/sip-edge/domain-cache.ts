@@ -14,6 +14,7 @@
  * Call resolution (SipDomainsDomain.resolveSipCall: authorization rules 1-5)
  * reads through it too, so an INVITE reads its domain once, not twice.
  */
+import { InvalidatedCache } from "../../db/invalidated-cache.js";
 import type { SipDomainRow } from "../../db/schema/index.js";
 
 export interface DomainLookup {
@@ -29,55 +30,45 @@ export interface DomainCacheOptions {
 
 export const DEFAULT_DOMAIN_TTL_MS = 2000;
 
+/** The rules of InvalidatedCache (src/db/invalidated-cache.ts), with concurrent reads of one domain shared. */
 export class DomainCache implements DomainLookup {
-  private readonly entries = new Map<string, { row: SipDomainRow; expires: number }>();
+  private readonly rows: InvalidatedCache<SipDomainRow>;
   private readonly reading = new Map<string, Promise<SipDomainRow | undefined>>();
-  private readonly ttlMs: number;
-  private readonly maxEntries: number;
-  private readonly now: () => number;
-  /** Reads that reached the database (for tests and diagnostics). */
-  misses = 0;
-  /** Bumped by `forget`: a read that began before is not stored. */
-  private generation = 0;
 
   constructor(
     private readonly inner: DomainLookup,
     options: DomainCacheOptions = {},
   ) {
-    this.ttlMs = options.ttlMs ?? DEFAULT_DOMAIN_TTL_MS;
-    this.maxEntries = options.maxEntries ?? 10_000;
-    this.now = options.now ?? (() => performance.now());
+    this.rows = new InvalidatedCache({
+      ttlMs: options.ttlMs ?? DEFAULT_DOMAIN_TTL_MS,
+      maxEntries: options.maxEntries ?? 10_000,
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
+  }
+
+  /** Reads that reached the database (for tests and diagnostics). */
+  get misses(): number {
+    return this.rows.misses;
   }
 
   /** Forgets a domain (undefined: every one), e.g. when this process changed it; a read under way is not stored. */
   forget(id: string | undefined): void {
-    this.generation++;
-    if (id === undefined) this.entries.clear();
-    else this.entries.delete(id);
+    if (id === undefined) this.rows.clear();
+    else this.rows.delete(id);
   }
 
   findById(id: string): Promise<SipDomainRow | undefined> {
-    const hit = this.entries.get(id);
-    if (hit !== undefined) {
-      if (hit.expires > this.now()) return Promise.resolve(hit.row);
-      this.entries.delete(id);
-    }
+    const hit = this.rows.peek(id);
+    if (hit !== undefined) return Promise.resolve(hit);
     const pending = this.reading.get(id);
     if (pending !== undefined) return pending;
-    this.misses++;
-    const generation = this.generation;
-    const read = this.inner
-      .findById(id)
-      .then((row) => {
-        if (row !== undefined && this.ttlMs > 0 && generation === this.generation) {
-          if (this.entries.size >= this.maxEntries) {
-            const oldest = this.entries.keys().next();
-            if (!oldest.done) this.entries.delete(oldest.value);
-          }
-          this.entries.set(id, { row, expires: this.now() + this.ttlMs });
-        }
-        return row;
-      })
+    const read = this.rows
+      .readThrough(
+        () => this.inner.findById(id),
+        (row, store) => {
+          if (row !== undefined) store(id, row);
+        },
+      )
       .finally(() => this.reading.delete(id));
     this.reading.set(id, read);
     return read;
