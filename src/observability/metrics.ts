@@ -89,6 +89,13 @@ export const callerIdsWithheldTotal = new Counter({
   registers: [registry],
 });
 
+export const sipTrunkAttemptsTotal = new Counter({
+  name: "switchboard_sip_trunk_attempts_total",
+  help: "Outgoing calls tried through a carrier trunk, by trunk id and outcome (answered, rejected by the far end, cancelled, failed: the next trunk is tried).",
+  labelNames: ["trunk", "outcome"] as const,
+  registers: [registry],
+});
+
 export const recordingsProcessedTotal = new Counter({
   name: "switchboard_recordings_processed_total",
   help: "Recordings processed, by final state (SUCCEEDED, EMPTY, FAILED).",

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { Carrier, CarrierLeg } from "../../src/telephony/carrier.js";
 import { CarrierRouter } from "../../src/telephony/carrier-router.js";
+import { trunkOutcome } from "../../src/telephony/sip-carrier/carrier.js";
 import { loadSipCarrierSettings } from "../../src/telephony/sip-carrier/settings.js";
 
 describe("SipCarrier settings", () => {
@@ -122,5 +123,19 @@ describe("CarrierRouter", () => {
       "sip place tel:+61491570156",
       "sim place sip:bob@example.com",
     ]);
+  });
+});
+
+describe("trunkOutcome: what a trunk attempt's final answer says of the trunk", () => {
+  it.each([
+    [200, false, "answered"],
+    [486, false, "rejected"],
+    [603, false, "rejected"],
+    [404, false, "rejected"],
+    [487, false, "cancelled"],
+    [503, true, "failed"],
+    [408, true, "failed"],
+  ] as const)("%i (failed over: %s) is %s", (status, failedOver, outcome) => {
+    expect(trunkOutcome(status, failedOver)).toBe(outcome);
   });
 });

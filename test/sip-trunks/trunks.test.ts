@@ -172,6 +172,18 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     return line === undefined ? 0 : Number(line.split(" ").pop());
   }
 
+  /** switchboard_sip_trunk_attempts_total of the trunk named `name` (its resource name) and `outcome`. */
+  async function trunkAttempts(name: string, outcome: string): Promise<number> {
+    const response = await fetch(`${base}/metrics`, {
+      headers: { authorization: `Bearer ${TEST_OPERATOR_TOKEN}` },
+    });
+    const labels = `{trunk="${name.split("/").pop()}",outcome="${outcome}"}`;
+    const line = (await response.text())
+      .split("\n")
+      .find((l) => l.startsWith(`switchboard_sip_trunk_attempts_total${labels} `));
+    return line === undefined ? 0 : Number(line.split(" ").pop());
+  }
+
   /** A response from a fake trunk to `request` (To tag added for non-100). */
   function reply(u: UdpUa, request: Received, status: string, extra: string[] = [], body = ""): void {
     u.send(Buffer.from(sipResponse(request, status, extra, body)), sipPort);
@@ -226,7 +238,11 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
 
   it("calls +E164 through the trunk, answering its 401 with the trunk's digest; <Say> arrives as RTP", async () => {
     const carrier = await ua();
-    await trunk({ address: `127.0.0.1:${carrier.port}`, username: "acct-42", password: "trunk secret" });
+    const used = await trunk({
+      address: `127.0.0.1:${carrier.port}`,
+      username: "acct-42",
+      password: "trunk secret",
+    });
     const media = await phone(); // only its RTP socket is used
     const { call, from } = await callOut();
     const first = await carrier.inbox.next(isInvite, 15_000);
@@ -268,15 +284,18 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     expect((await ended(call.name)).state).toBe(Call_State.COMPLETED);
     expect(media.rtp.length).toBeGreaterThan(10);
     expect(media.rtp.every((x) => x.payloadType === 0 && x.payload.length === 160)).toBe(true);
+    // Which trunk carried the call: counted (and logged) by trunk.
+    expect(await trunkAttempts(used, "answered")).toBe(1);
+    expect(await trunkAttempts(used, "failed")).toBe(0);
   });
 
   it("fails over to the next trunk by priority on 503; 486 from the far end is the call's answer", async () => {
     const a = await ua();
     const b = await ua();
     const c = await ua();
-    await trunk({ address: `127.0.0.1:${b.port}`, priority: 20 });
-    await trunk({ address: `127.0.0.1:${a.port}`, priority: 10 });
-    await trunk({ address: `127.0.0.1:${c.port}`, priority: 30 });
+    const trunkB = await trunk({ address: `127.0.0.1:${b.port}`, priority: 20 });
+    const trunkA = await trunk({ address: `127.0.0.1:${a.port}`, priority: 10 });
+    const trunkC = await trunk({ address: `127.0.0.1:${c.port}`, priority: 30 });
     const { call } = await callOut();
     const first = await a.inbox.next(isInvite, 15_000);
     reply(a, first, "503 Service Unavailable");
@@ -287,6 +306,12 @@ describe.each(testDatabases())("carrier trunks on $name", (backend) => {
     expect(done.state).toBe(Call_State.BUSY);
     // Busy is the far end's answer: the third trunk is never tried.
     expect((await c.inbox.quiet(500)).filter(isInvite)).toEqual([]);
+    expect(await trunkAttempts(trunkA, "failed")).toBe(1);
+    expect(await trunkAttempts(trunkB, "rejected")).toBe(1);
+    expect(await trunkAttempts(trunkB, "failed")).toBe(0);
+    for (const outcome of ["answered", "rejected", "failed", "cancelled"]) {
+      expect(await trunkAttempts(trunkC, outcome)).toBe(0);
+    }
   });
 
   it("fails over to the next trunk when one never answers", async () => {

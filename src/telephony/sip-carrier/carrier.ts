@@ -37,10 +37,13 @@
  * registered contact on 408/480/503; a carrier trunk on 408, 5xx, a second
  * 401/407, or silence (not even 100) for TRUNK_NO_RESPONSE_SECONDS — its
  * INVITE is then abandoned, and a late 2xx to it is hung up with BYE. Other
- * answers (486, 603, 404…) are the far end's and end the call.
+ * answers (486, 603, 404…) are the far end's and end the call. Each
+ * trunk's attempts are logged (the call's id and the trunk's) and counted
+ * by outcome (`trunkOutcome`, `switchboard_sip_trunk_attempts_total`).
  */
 import type { Logger } from "../../log.js";
 import type { SpeechEngine } from "../../media/speech/engine.js";
+import { sipTrunkAttemptsTotal } from "../../observability/metrics.js";
 import type { Credentials } from "../../sip/authorize.js";
 import type { DigestClient } from "../../sip/client-digest.js";
 import type { Dialog } from "../../sip/dialog.js";
@@ -422,16 +425,30 @@ export class SipCarrier implements Carrier {
       }
       let result: Awaited<ReturnType<typeof attempt>> | undefined;
       // Serially: a target that fails (failsOver) gives way to the next one.
-      for (const target of targets) {
+      for (const [i, target] of targets.entries()) {
         if (leg.state === "ended") break;
         result = await attempt(target);
-        if (!failsOver(target, result.response.status)) break;
+        const status = result.response.status;
+        const next = failsOver(target, status);
         if (target.trunk !== undefined) {
-          this.options.log.warn(
-            { call: request.callId, trunk: target.trunk.id, status: result.response.status },
-            "carrier trunk failed: trying the next one",
-          );
+          const outcome = trunkOutcome(status, next);
+          sipTrunkAttemptsTotal.inc({ trunk: target.trunk.id, outcome });
+          // Which trunk carried the call (or failed it): the log line names both.
+          if (outcome === "failed") {
+            this.options.log.warn(
+              { call: request.callId, trunk: target.trunk.id, status },
+              i + 1 < targets.length
+                ? "carrier trunk failed: trying the next one"
+                : "carrier trunk failed: no trunk left",
+            );
+          } else {
+            this.options.log.info(
+              { call: request.callId, trunk: target.trunk.id, status, outcome },
+              "outgoing call through a carrier trunk",
+            );
+          }
         }
+        if (!next) break;
       }
       timer.cancel();
       if (result === undefined) return;
@@ -464,6 +481,22 @@ export class SipCarrier implements Carrier {
     });
     return leg;
   }
+}
+
+/**
+ * What a trunk attempt's final `status` says of the trunk
+ * (`switchboard_sip_trunk_attempts_total`): it carried the call (answered),
+ * passed on the far end's refusal (rejected: busy, declined, not found…) or
+ * our CANCEL's 487 (cancelled), or it failed and the next trunk is tried
+ * (`failsOver`).
+ */
+export function trunkOutcome(
+  status: number,
+  failedOver: boolean,
+): "answered" | "rejected" | "cancelled" | "failed" {
+  if (status >= 200 && status < 300) return "answered";
+  if (failedOver) return "failed";
+  return status === 487 ? "cancelled" : "rejected";
 }
 
 /** What a trunk that never answered is taken to have said. */
