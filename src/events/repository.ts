@@ -364,9 +364,8 @@ export class WebhookEventsRepository {
 
   /** Records a finished exchange (a call-control request) with its attempts, in one transaction. */
   async insertFinished(event: NewWebhookEventRow, made: NewWebhookAttemptRow[]): Promise<void> {
-    // One statement: both rows or neither, in one round trip.
-    const client = directClientOf(this.db);
-    if (client !== undefined) {
+    // One statement: both rows or neither, in one round trip (on postgres.js; PGlite: drizzle below).
+    if (directClientOf(this.db) !== undefined) {
       const params = [
         event.id,
         event.projectId,
