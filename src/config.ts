@@ -322,7 +322,7 @@ export interface WebhooksConfig {
    * retried). Must exceed the time of one round (URIs x timeout). Default 300.
    */
   leaseSeconds: number;
-  /** WEBHOOKS_BATCH_SIZE: events one worker claims at a time (it keeps up to 25 such batches in flight). Default 10. */
+  /** WEBHOOKS_BATCH_SIZE: events one worker claims after a wait (after a full claim: as many as there is room for; up to 25 batches' worth in flight). Default 10. */
   batchSize: number;
 }
 

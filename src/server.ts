@@ -33,7 +33,7 @@ import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
 import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
 import { type ChangeFeed, followChanges } from "./db/listen.js";
-import { listenForWebhooks, webhookNotifier } from "./events/listener.js";
+import { listenForWebhooks, newAnnouncer, webhookNotifier } from "./events/listener.js";
 import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { sharedSpeech } from "./media/speech/index.js";
@@ -196,7 +196,9 @@ export async function build(options: BuildOptions = {}): Promise<App> {
       ? undefined
       : new WebhookWorker({ db: database, clock, config: config.webhooks, log });
   // Other replicas' workers hear of committed enqueues over NOTIFY (src/events/listener.ts).
-  const notifyWebhooks = owned?.driver === "pglite" ? undefined : webhookNotifier(database, log);
+  // Its id in the payload: this replica's listener (below) ignores its own announcements.
+  const announcer = newAnnouncer();
+  const notifyWebhooks = owned?.driver === "pglite" ? undefined : webhookNotifier(database, log, announcer);
   const kickWebhooks = () => {
     webhooks?.kick();
     notifyWebhooks?.();
@@ -398,7 +400,7 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const webhookListener =
     webhooks === undefined || owned?.driver === "pglite"
       ? undefined
-      : listenForWebhooks(database, () => webhooks.kick(), log);
+      : listenForWebhooks(database, () => webhooks.kick(), log, announcer);
 
   let server: OnePortServer | undefined;
   let sipEdge: SipEdge | undefined;

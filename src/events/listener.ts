@@ -11,11 +11,17 @@
  * WAL flush), which would serialise every call transition of every replica.
  * Kicks are coalesced: one NOTIFY at a time per process, and the kicks that
  * come while it is on its way are covered by one more.
+ * A NOTIFY carries its replica's id (`announcer`) as its payload, and a
+ * listener given the same id ignores it: PostgreSQL delivers a notification
+ * to its sender's listeners too, and the replica that notified has kicked its
+ * own worker already (one claim fewer per NOTIFY). A notification with
+ * another payload, or none (an older replica), wakes the worker.
  * Notifications are only a wake-up: the worker still polls every
  * WEBHOOKS_POLL_INTERVAL_MS (retries fall due with no notification, and
  * notifications sent while the connection is down are lost), and on every
  * (re)connection it looks for due events at once.
  */
+import { randomBytes } from "node:crypto";
 import type { Db } from "../db/client.js";
 import { directClientOf } from "../db/direct.js";
 import { type ChannelListener, listenOnChannel } from "../db/listen.js";
@@ -29,12 +35,20 @@ export type WebhookListener = ChannelListener;
  * server `db` talks to (a connection of its own, with the settings of
  * `db`'s pool); undefined when `db` is not a PostgreSQL server's pool.
  */
-export function listenForWebhooks(db: Db, wake: () => void, log: Logger): WebhookListener | undefined {
+export function listenForWebhooks(
+  db: Db,
+  wake: () => void,
+  log: Logger,
+  announcer?: string,
+): WebhookListener | undefined {
   return listenOnChannel(
     db,
     WEBHOOKS_CHANNEL,
     {
-      onNotify: () => wake(),
+      // This replica's own announcement: its worker was kicked when it was sent.
+      onNotify: (payload) => {
+        if (announcer === undefined || payload !== announcer) wake();
+      },
       // Events enqueued while nobody listened are due already.
       onListening: () => wake(),
       onLost(wasListening) {
@@ -46,21 +60,29 @@ export function listenForWebhooks(db: Db, wake: () => void, log: Logger): Webhoo
   );
 }
 
+/** A replica's id for its announcements: a payload no other replica's id equals. */
+export function newAnnouncer(): string {
+  return randomBytes(8).toString("hex");
+}
+
 /**
  * A coalescing announcer of committed enqueues: call it after the commit;
  * undefined when `db` is not a PostgreSQL server's pool (nobody else could
- * listen). A failed NOTIFY is logged at debug and forgotten: the workers
- * poll anyway.
+ * listen). `announcer` is the payload (this replica's listener ignores it).
+ * A failed NOTIFY is logged at debug and forgotten: the workers poll anyway.
  */
-export function webhookNotifier(db: Db, log: Logger): (() => void) | undefined {
+export function webhookNotifier(db: Db, log: Logger, announcer = ""): (() => void) | undefined {
   const pool = directClientOf(db);
   if (pool === undefined) return undefined;
+  if (!/^[0-9a-f]*$/.test(announcer)) throw new Error("an announcer id is hexadecimal");
+  // A fixed text (hex needs no quoting beyond the literal's): one prepared statement.
+  const text = announcer === "" ? `notify ${WEBHOOKS_CHANNEL}` : `notify ${WEBHOOKS_CHANNEL}, '${announcer}'`;
   let sending = false;
   let again = false;
   const send = () => {
     sending = true;
     again = false;
-    pool.unsafe(`notify ${WEBHOOKS_CHANNEL}`).then(
+    pool.unsafe(text).then(
       () => {
         sending = false;
         if (again) send();

@@ -14,12 +14,15 @@
  *   follow each other without a claim.
  * - `runOnce()` claims one batch, delivers it and records it (tests, tools).
  * - `start()` runs a loop that keeps claiming while there is room (at most
- *   25 batches in flight; after a full batch, as many claims at once as
- *   there is room for): at once while batches come back full, after
- *   `kick()` (an enqueue committed: in this process, or in another replica
- *   through LISTEN/NOTIFY, server.ts), after a recording (an ordering key's
- *   next event may be due), and otherwise every `pollIntervalMs`. `stop()`
- *   waits until every round in flight is recorded.
+ *   25 batches' worth of events in flight): a batch at first, and after a
+ *   full one, one claim of as many as there is room for; at once while
+ *   claims come back full, after `kick()` (an enqueue committed: in this
+ *   process, or in another replica through LISTEN/NOTIFY, server.ts), after a
+ *   recording when the loop was out of room, and otherwise every
+ *   `pollIntervalMs`. A recording needs no claim for what it made due: it
+ *   hands over each key's next event itself (an event enqueued after it is
+ *   claimed on its enqueue's kick). `stop()` waits until every round in
+ *   flight is recorded.
  * - A recording that fails on the way (the database away, or its reply lost
  *   after it committed) is sent again, the same, until it answers: a repeat records
  *   nothing twice and returns the first one's hand-over, so a call's next
@@ -56,7 +59,7 @@ export interface WebhookWorkerOptions {
   id?: string;
 }
 
-/** Batches a worker may have in flight at once (claimed, not yet recorded). */
+/** Batches' worth of events a worker may have in flight at once (claimed, not yet recorded). */
 const BATCHES_IN_FLIGHT = 25;
 
 /** A recording that failed is sent again after this long, doubling each time up to the max (ms). */
@@ -73,6 +76,8 @@ export class WebhookWorker {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private kicked = false;
+  /** The loop stopped claiming for want of room: a recording (which makes room) kicks it. */
+  private waitingForRoom = false;
   /** Events claimed by the loop and not yet recorded. */
   private inFlight = 0;
   /** Rounds delivered and waiting to be recorded, with what to do once they are. */
@@ -231,31 +236,27 @@ export class WebhookWorker {
     while (this.running) {
       this.kicked = false;
       this.wake = undefined;
-      // After a full batch there is likely more: as many claims at once as
-      // there is room for (SKIP LOCKED keeps them off each other's events).
-      const limits: number[] = [];
-      for (let left = room(); left > 0 && (limits.length === 0 || full); left -= config.batchSize) {
-        limits.push(Math.min(config.batchSize, left));
-        if (limits.length >= BATCHES_IN_FLIGHT) break;
-      }
+      // After a full claim there is likely more: one claim of as many as
+      // there is room for (one statement, rather than a batch's worth each).
+      const limit = Math.min(room(), full ? BATCHES_IN_FLIGHT * config.batchSize : config.batchSize);
       full = false;
       try {
         await this.reclaim();
       } catch (err) {
         if (this.running) log.warn({ err }, "could not take back the events of a lost claim; retrying");
       }
-      if (limits.length > 0) {
-        const batches = await Promise.allSettled(limits.map((limit) => this.claim(limit)));
-        batches.forEach((batch, i) => {
-          if (batch.status === "rejected") {
-            if (this.running) log.error({ err: batch.reason }, "webhook worker round failed");
-            return;
-          }
-          if (batch.value.length >= limits[i]!) full = true;
-          for (const c of batch.value) this.start1(c);
-        });
+      if (limit > 0) {
+        try {
+          const claimed = await this.claim(limit);
+          full = claimed.length >= limit;
+          for (const c of claimed) this.start1(c);
+        } catch (err) {
+          if (this.running) log.error({ err }, "webhook worker round failed");
+        }
       }
       if (!this.running) break;
+      // Out of room: the next recording kicks the loop (and it claims again).
+      this.waitingForRoom = room() <= 0;
       if (full && room() > 0) continue;
       if (this.kicked) {
         // Kicks come in bursts (every transition, every recording): one claim takes them all.
@@ -310,8 +311,12 @@ export class WebhookWorker {
           this.options.log.error({ err, events: batch.length }, "could not record webhook rounds");
         }
         this.inFlight -= batch.length;
-        // Room for more, and an ordering key's next event may be due now.
-        this.kick();
+        // Room for more, when the loop was waiting for it. What the
+        // recording made due (a key's next event) it handed over itself.
+        if (this.waitingForRoom) {
+          this.waitingForRoom = false;
+          this.kick();
+        }
       }
     } finally {
       this.recording = undefined;

@@ -2,15 +2,17 @@
  * Waking webhook workers over LISTEN/NOTIFY (src/events/listener.ts): on
  * PostgreSQL a worker that would not poll for an hour still delivers an
  * event enqueued elsewhere, because the enqueuer's notifier announces it
- * and the worker's listener kicks it. On PGlite there is no second
+ * and the worker's listener kicks it; the replica's own announcements
+ * (its id is their payload) wake nobody. On PGlite there is no second
  * connection: neither a listener nor a notifier is made.
  */
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.js";
+import { listenOnChannel } from "../../src/db/listen.js";
 import { webhookEvents } from "../../src/db/schema/index.js";
-import { listenForWebhooks, webhookNotifier } from "../../src/events/listener.js";
-import { enqueueWebhook } from "../../src/events/outbox.js";
+import { listenForWebhooks, newAnnouncer, webhookNotifier } from "../../src/events/listener.js";
+import { enqueueWebhook, WEBHOOKS_CHANNEL } from "../../src/events/outbox.js";
 import { WebhookWorker } from "../../src/events/worker.js";
 import { createLogger } from "../../src/log.js";
 import { newProject, testConfig } from "../support/app.js";
@@ -79,6 +81,52 @@ describe.each(testDatabases())("webhook wake-ups on $name", (backend) => {
       } finally {
         await worker.stop();
         await listener!.close();
+      }
+    });
+
+  if (backend.name === "postgres")
+    it("signs its NOTIFY with the replica's id, and a listener ignores its own replica's", async () => {
+      const db = database.db;
+      const wakes: string[] = [];
+      const payloads: string[] = [];
+      const own = newAnnouncer();
+      const other = newAnnouncer();
+      expect(own).toMatch(/^[0-9a-f]{16}$/);
+      expect(other).not.toBe(own);
+      // The replica's own listener, and a raw one that hears every payload.
+      const listener = listenForWebhooks(db, () => wakes.push("woken"), log, own);
+      const raw = listenOnChannel(
+        db,
+        WEBHOOKS_CHANNEL,
+        { onNotify: (p) => payloads.push(p), onListening: () => {}, onLost: () => {} },
+        log,
+        "test listener",
+      );
+      try {
+        while (!listener!.live() || !raw!.live()) await sleep(10);
+        // Listening wakes the worker once (events enqueued while nobody listened): not counted here.
+        expect(wakes).toEqual(["woken"]);
+        wakes.length = 0;
+        // The replica's own announcement: heard, but it wakes nobody.
+        webhookNotifier(db, log, own)!();
+        while (payloads.length < 1) await sleep(10);
+        expect(payloads).toEqual([own]);
+        // Another replica's, then an older replica's (no payload): each wakes the worker.
+        webhookNotifier(db, log, other)!();
+        while (payloads.length < 2) await sleep(10);
+        webhookNotifier(db, log)!();
+        while (payloads.length < 3) await sleep(10);
+        expect(payloads).toEqual([own, other, ""]);
+        // Notifications reach both listeners in one order: the last one heard by the raw
+        // listener is heard by the replica's before long, and the first one never.
+        const t0 = Date.now();
+        while (wakes.length < 2 && Date.now() - t0 < 5_000) await sleep(10);
+        await sleep(100);
+        expect(wakes).toHaveLength(2);
+        expect(() => webhookNotifier(db, log, "not-hex")).toThrow(/hexadecimal/);
+      } finally {
+        await listener!.close();
+        await raw!.close();
       }
     });
 

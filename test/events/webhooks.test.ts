@@ -5,7 +5,7 @@
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { eq } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Db } from "../../src/db/client.js";
 import { projects, webhookEvents } from "../../src/db/schema/index.js";
 import { RETRY_DELAYS_SECONDS, SignedPostError, signedPost } from "../../src/events/delivery.js";
@@ -531,6 +531,82 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
       const seen = receiver.requests.map((r) => JSON.parse(r.body)).filter((b) => b.key === key);
       expect(seen.map((b) => b.n)).toEqual([0, 1, 2, 3, 4, 5]);
     }
+  });
+
+  it("the running loop follows a key's events by hand-over: one claim for the whole chain", async () => {
+    const clock = new TestClock(T0);
+    const project = await newProject(database.db);
+    const key = `${project}/calls/handed`;
+    for (let n = 0; n < 4; n++)
+      await enqueue(
+        project,
+        { uris: [`${receiver.base}/handed`], orderingKey: key, body: `{"n":${n}}` },
+        clock,
+      );
+    const claims = vi.spyOn(WebhookEventsRepository.prototype, "claim");
+    // An hour between polls: only the first claim and the hand-overs can deliver.
+    const loop = worker(clock, { WEBHOOKS_POLL_INTERVAL_MS: "3600000" });
+    try {
+      loop.start();
+      const t0 = Date.now();
+      while (receiver.requests.length < 4 && Date.now() - t0 < 5_000)
+        await new Promise((r) => setTimeout(r, 10));
+      // Let a claim that a recording would have caused come and go.
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await loop.stop();
+    }
+    // Read before the restore, which forgets the calls.
+    const claimsMade = claims.mock.calls.length;
+    claims.mockRestore();
+    expect(receiver.requests.map((r) => JSON.parse(r.body).n)).toEqual([0, 1, 2, 3]);
+    expect(claimsMade, "each recording handed the next event over: no claim after it").toBe(1);
+  });
+
+  it("after a full claim the loop claims as many as it has room for, in one statement", async () => {
+    const clock = new TestClock(T0);
+    const project = await newProject(database.db);
+    for (let n = 0; n < 40; n++) await enqueue(project, { uris: [`${receiver.base}/many`] }, clock);
+    // Nothing is answered until the leases are read: every event stays leased as its claim left it.
+    const held: Array<() => void> = [];
+    receiver.handle((_req, res) => held.push(() => res.end("ok")));
+    const loop = worker(clock, { WEBHOOKS_BATCH_SIZE: "5", WEBHOOKS_POLL_INTERVAL_MS: "3600000" });
+    try {
+      loop.start();
+      const t0 = Date.now();
+      while (receiver.requests.length < 40 && Date.now() - t0 < 5_000)
+        await new Promise((r) => setTimeout(r, 10));
+      // Each lease-granting statement gives its leases an expiry of its own (worker.ts, leaseFrom).
+      const leases = await database.db
+        .select({ expiry: webhookEvents.leaseExpireTime })
+        .from(webhookEvents)
+        .where(eq(webhookEvents.state, "PENDING"));
+      const perStatement = new Map<number, number>();
+      for (const { expiry } of leases)
+        perStatement.set(expiry!.getTime(), (perStatement.get(expiry!.getTime()) ?? 0) + 1);
+      expect([...perStatement.entries()].sort((a, b) => a[0] - b[0]).map(([, n]) => n)).toEqual([5, 35]);
+    } finally {
+      for (const end of held) end();
+      await loop.stop();
+    }
+    expect(receiver.requests).toHaveLength(40);
+  });
+
+  it("a loop out of room claims again once a recording makes room", async () => {
+    const clock = new TestClock(T0);
+    const project = await newProject(database.db);
+    // Batch 1: room for 25 events in flight; 30 are due.
+    for (let n = 0; n < 30; n++) await enqueue(project, { uris: [`${receiver.base}/room`] }, clock);
+    const loop = worker(clock, { WEBHOOKS_BATCH_SIZE: "1", WEBHOOKS_POLL_INTERVAL_MS: "3600000" });
+    try {
+      loop.start();
+      const t0 = Date.now();
+      while (receiver.requests.length < 30 && Date.now() - t0 < 5_000)
+        await new Promise((r) => setTimeout(r, 10));
+    } finally {
+      await loop.stop();
+    }
+    expect(receiver.requests, "the last 5 waited for room, not for the hour's poll").toHaveLength(30);
   });
 
   it("delivers each event once per attempt when two workers race", async () => {
