@@ -108,6 +108,12 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
 
   const stored = (id: string) => new WebhookEventsRepository(database.db).get(id).then((d) => d!);
 
+  /** Waits until the receiver has had `n` requests, or `ms` passed. */
+  async function requestsReach(n: number, ms = 5_000): Promise<void> {
+    const t0 = Date.now();
+    while (receiver.requests.length < n && Date.now() - t0 < ms) await new Promise((r) => setTimeout(r, 10));
+  }
+
   it("delivers a signed POST with every header, verified independently", async () => {
     const clock = new TestClock(T0);
     const project = await newProject(database.db);
@@ -520,9 +526,7 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     const loop = worker(clock);
     loop.start();
     try {
-      const t0 = Date.now();
-      while (receiver.requests.length < 18 && Date.now() - t0 < 10_000)
-        await new Promise((r) => setTimeout(r, 20));
+      await requestsReach(18, 10_000);
     } finally {
       await loop.stop();
     }
@@ -548,9 +552,7 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     const loop = worker(clock, { WEBHOOKS_POLL_INTERVAL_MS: "3600000" });
     try {
       loop.start();
-      const t0 = Date.now();
-      while (receiver.requests.length < 4 && Date.now() - t0 < 5_000)
-        await new Promise((r) => setTimeout(r, 10));
+      await requestsReach(4);
       // Let a claim that a recording would have caused come and go.
       await new Promise((r) => setTimeout(r, 100));
     } finally {
@@ -573,9 +575,7 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     const loop = worker(clock, { WEBHOOKS_BATCH_SIZE: "5", WEBHOOKS_POLL_INTERVAL_MS: "3600000" });
     try {
       loop.start();
-      const t0 = Date.now();
-      while (receiver.requests.length < 40 && Date.now() - t0 < 5_000)
-        await new Promise((r) => setTimeout(r, 10));
+      await requestsReach(40);
       // Each lease-granting statement gives its leases an expiry of its own (worker.ts, leaseFrom).
       const leases = await database.db
         .select({ expiry: webhookEvents.leaseExpireTime })
@@ -600,9 +600,7 @@ describe.each(testDatabases())("webhook delivery on $name", (backend) => {
     const loop = worker(clock, { WEBHOOKS_BATCH_SIZE: "1", WEBHOOKS_POLL_INTERVAL_MS: "3600000" });
     try {
       loop.start();
-      const t0 = Date.now();
-      while (receiver.requests.length < 30 && Date.now() - t0 < 5_000)
-        await new Promise((r) => setTimeout(r, 10));
+      await requestsReach(30);
     } finally {
       await loop.stop();
     }
