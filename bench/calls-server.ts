@@ -47,6 +47,7 @@ import { Calls } from "../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { NumberingAdmin } from "../gen/switchboard/admin/v1/numbering_pb.js";
 import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
 import { SimulatorAdmin } from "../gen/switchboard/admin/v1/simulator_pb.js";
+import { postgresArgs } from "../src/db/postgres-url.js";
 import { Child, procCpuMs, ROOT } from "./children.js";
 
 /** The server processes: `all` one ROLE=all; `all-x2` two of them; `api+worker` ROLE=api and ROLE=worker. */
@@ -250,7 +251,9 @@ async function readStats(sql: postgres.Sql): Promise<Stats> {
 export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerEngineResult> {
   const receivers = await startReceivers();
   const stats =
-    o.databaseUrl === undefined ? undefined : postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
+    o.databaseUrl === undefined
+      ? undefined
+      : postgres(...postgresArgs(o.databaseUrl, { max: 1, onnotice: () => {} }));
   const topology = o.topology ?? "all";
   const roles = TOPOLOGY_ROLES[topology];
   const children = roles.map(

@@ -40,6 +40,7 @@ import * as os from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { openPostgres } from "../src/db/client.js";
+import { postgresArgs } from "../src/db/postgres-url.js";
 import { speechLike } from "../src/recordings/audio/signal.js";
 import { defaultProcessor, type RecordedAudio } from "../src/recordings/processing.js";
 import { LegMedia, SAMPLE_RATE } from "../src/telephony/simulator/media.js";
@@ -305,7 +306,8 @@ async function onPostgres(adminUrl: string, topology: EngineTopology): Promise<S
     return new Error(`refusing PostgreSQL at ${url.hostname}: only 127.0.0.1`);
   }
   const name = `sb_bench_${randomBytes(5).toString("hex")}`;
-  const admin = () => postgres(adminUrl, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  const admin = () =>
+    postgres(...postgresArgs(adminUrl, { max: 1, onnotice: () => {}, connect_timeout: 10 }));
   const dir = await mkdtemp(join(os.tmpdir(), "sb-bench-calls-"));
   let created = false;
   try {

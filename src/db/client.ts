@@ -22,6 +22,7 @@ import { embeddedTemplateDir } from "./embedded-template.js";
 import { LANES, useGroupCommit } from "./group-commit.js";
 import { embeddedDataDir } from "./location.js";
 import { adoptPgliteThread, startPgliteThread } from "./pglite-thread.js";
+import { postgresArgs } from "./postgres-url.js";
 import * as schema from "./schema/index.js";
 
 export type Schema = typeof schema;
@@ -158,9 +159,9 @@ export function openPostgres(url: string, timeouts?: DatabaseTimeouts): Database
     backoff: reconnectDelaySeconds,
     ...(timeouts && sessionLimits(url, timeouts)),
   } as postgres.Options<Record<string, postgres.PostgresType>>;
-  const client = postgres(url, { ...options, max: 10 });
+  const client = postgres(...postgresArgs(url, { ...options, max: 10 }));
   // The call engine's writes, committed in groups on connections of their own (group-commit.ts).
-  const writer = postgres(url, { ...options, max: LANES });
+  const writer = postgres(...postgresArgs(url, { ...options, max: LANES }));
   const db = drizzlePostgres({ client, schema });
   useGroupCommit(db, writer);
   return {
@@ -222,7 +223,7 @@ export async function migrateDb(db: Db): Promise<void> {
  * wait and then find nothing left to apply.
  */
 async function migratePostgresLocked(url: string): Promise<void> {
-  const client = postgres(url, { max: 1, onnotice: () => {} });
+  const client = postgres(...postgresArgs(url, { max: 1, onnotice: () => {} }));
   try {
     await client`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
     await migratePostgres(drizzlePostgres({ client, schema }), { migrationsFolder: MIGRATIONS_FOLDER });
