@@ -122,6 +122,34 @@ describe("CachedSpeech", () => {
     expect(inner.calls).toHaveLength(1);
   });
 
+  it("settles once no synthesis is in flight, failed ones included", async () => {
+    const releases: Array<(ok: boolean) => void> = [];
+    const slow: SpeechEngine = {
+      synthesize: (text) =>
+        new Promise<Int16Array>((resolve, reject) =>
+          releases.push((ok) => (ok ? resolve(new Int16Array(text.length)) : reject(new Error("no voice")))),
+        ),
+      close: async () => {},
+    };
+    const cache = new CachedSpeech(slow);
+    await cache.settled(); // nothing in flight
+    const a = cache.synthesize("first");
+    const b = cache.synthesize("second").catch((e: unknown) => e);
+    let settled = false;
+    const done = cache.settled().then(() => {
+      settled = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBe(false);
+    releases[0]!(true);
+    await a;
+    await new Promise((r) => setImmediate(r));
+    expect(settled, "one synthesis still in flight").toBe(false);
+    releases[1]!(false);
+    await done;
+    expect(await b).toBeInstanceOf(Error);
+  });
+
   it("is bounded: the least recently used prompts go first", async () => {
     const inner = new CountingEngine();
     const cache = new CachedSpeech(inner, 1000); // 10 characters of CountingEngine audio

@@ -2,8 +2,15 @@
  * A scheduler tests drive: time moves only in `advance`, which moves the
  * TestClock to each due timer in turn (earliest first, ties in the order
  * they were set), fires it, and lets the promise chains it started settle
- * before the next one. Nothing sleeps.
+ * before the next one. Nothing sleeps, but time waits for speech: while the
+ * process's speech engine is synthesizing (a `<Say>` being prepared), time
+ * does not move. A call's clock is simulated, so a synthesis of a fraction
+ * of a second of a busy machine's CPU would otherwise pass as seconds of
+ * call time, and a callee's hang-up cut a Say that a real call would have
+ * heard whole.
  */
+import { CachedSpeech } from "../../src/media/speech/cache.js";
+import { sharedSpeech } from "../../src/media/speech/index.js";
 import type { Scheduler, Timer } from "../../src/telephony/scheduler.js";
 import { TestClock } from "./clock.js";
 
@@ -12,6 +19,12 @@ interface Pending {
   seq: number;
   fn: () => void;
   cancelled: boolean;
+}
+
+/** Until the process's speech engine has no synthesis in flight. */
+async function speechSettled(): Promise<void> {
+  const speech = sharedSpeech();
+  if (speech instanceof CachedSpeech) await speech.settled();
 }
 
 /** Lets promise continuations (and their setImmediate follow-ups) run. */
@@ -60,6 +73,7 @@ export class ManualScheduler implements Scheduler {
   async advance(seconds: number): Promise<void> {
     const target = this.clock.now().getTime() + Math.round(seconds * 1000);
     await settle();
+    await speechSettled();
     for (;;) {
       this.pending = this.pending.filter((p) => !p.cancelled);
       const next = this.pending
@@ -70,6 +84,7 @@ export class ManualScheduler implements Scheduler {
       this.clock.set(new Date(Math.max(next.dueMs, this.clock.now().getTime())));
       next.fn();
       await settle();
+      await speechSettled();
     }
     this.clock.set(new Date(target));
   }

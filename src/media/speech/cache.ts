@@ -60,6 +60,11 @@ export class CachedSpeech implements SpeechEngine {
     }
   }
 
+  /** Resolves once no synthesis is in flight (each one settled, failed ones included). */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending.values()]);
+  }
+
   /** Prompts cached now. */
   get size(): number {
     return this.entries.size;
