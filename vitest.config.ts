@@ -1,4 +1,3 @@
-import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 // .ci/run sets SWITCHBOARD_TEST_REPORT to have each run's results as JSON
@@ -13,11 +12,6 @@ export default defineConfig({
     include: interop ? ["test/interop/**/*.interop.ts"] : ["test/**/*.test.ts"],
     ...(report ? { reporters: ["default", "json"], outputFile: { json: report } } : {}),
     pool: "forks",
-    // At least two workers, even on two cores (vitest's default there is one):
-    // most tests wait on sockets, databases and timers, so one worker keeps a
-    // core idle (it ran at ~58% of one core in CI). Ports, databases and the
-    // build are per worker or locked (test/support/).
-    maxWorkers: Math.max(2, availableParallelism() - 1),
     // Workers run file after file in one process, so what a worker sets up
     // once survives between files: test/support/db.ts keeps one migrated
     // PGlite template per worker and clones it per file (a fresh PGlite
