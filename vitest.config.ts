@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 // .ci/run sets SWITCHBOARD_TEST_REPORT to have each run's results as JSON
@@ -7,9 +8,21 @@ const report = process.env.SWITCHBOARD_TEST_REPORT;
 // (SIPp, ...) instead: test/interop/*.interop.ts, never part of `npm test`.
 const interop = process.env.SWITCHBOARD_INTEROP === "1";
 
+// The files whose tests listen to audio on a real clock: RTP paced at 20 ms
+// through a jitter buffer, with the test's phone in the server's process
+// (test/sip-carrier/phone.ts) or a WebSocket of media frames. A stalled event
+// loop lets a jitter buffer run dry, and it then plays silence by design, so
+// these run last, one file at a time, with the machine to themselves.
+const realTime = [
+  "test/sip-carrier/**",
+  "test/sip-trunks/**",
+  "test/rtp/**",
+  "test/streams/**",
+  "test/media/**",
+];
+
 export default defineConfig({
   test: {
-    include: interop ? ["test/interop/**/*.interop.ts"] : ["test/**/*.test.ts"],
     ...(report ? { reporters: ["default", "json"], outputFile: { json: report } } : {}),
     pool: "forks",
     // Workers run file after file in one process, so what a worker sets up
@@ -21,5 +34,32 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
+    projects: interop
+      ? [{ extends: true, test: { name: "interop", include: ["test/interop/**/*.interop.ts"] } }]
+      : [
+          {
+            extends: true,
+            test: {
+              name: "service",
+              include: ["test/**/*.test.ts"],
+              exclude: realTime,
+              // At least two workers, even on two cores (vitest's default there
+              // is one): these tests mostly wait on sockets, databases and
+              // timers, and one worker kept ~58% of a core busy in CI. Ports,
+              // databases and the build are per worker or locked (test/support/).
+              maxWorkers: Math.max(2, availableParallelism() - 1),
+              sequence: { groupOrder: 0 },
+            },
+          },
+          {
+            extends: true,
+            test: {
+              name: "real-time",
+              include: realTime.map((glob) => `${glob}/*.test.ts`),
+              maxWorkers: 1,
+              sequence: { groupOrder: 1 },
+            },
+          },
+        ],
   },
 });
