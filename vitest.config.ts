@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
+import { backendIndependentTestFiles } from "./test/support/backend-files.js";
 
 // .ci/run sets SWITCHBOARD_TEST_REPORT to have each run's results as JSON
 // while it runs the README's command (`npm test`) exactly as written.
@@ -20,6 +21,20 @@ const realTime = [
   "test/streams/**",
   "test/media/**",
 ];
+
+// CI's PostgreSQL run (.ci/run: TEST_BACKENDS=postgres, after the plain run on
+// the embedded database) runs again only the files that reach a database
+// TEST_DATABASE_URL chooses (test/support/backend-files.ts): the others would
+// run the very same code twice.
+const ranAlready =
+  process.env.TEST_BACKENDS === "postgres" && !interop
+    ? backendIndependentTestFiles(import.meta.dirname)
+    : [];
+if (ranAlready.length > 0) {
+  console.log(
+    `TEST_BACKENDS=postgres: ${ranAlready.length} test files that reach no database TEST_DATABASE_URL chooses are left out (npm test without TEST_BACKENDS runs them)`,
+  );
+}
 
 export default defineConfig({
   test: {
@@ -42,7 +57,7 @@ export default defineConfig({
             test: {
               name: "service",
               include: ["test/**/*.test.ts"],
-              exclude: realTime,
+              exclude: [...realTime, ...ranAlready],
               // At least two workers, even on two cores (vitest's default there
               // is one): these tests mostly wait on sockets, databases and
               // timers, and one worker kept ~58% of a core busy in CI. Ports,
@@ -56,6 +71,7 @@ export default defineConfig({
             test: {
               name: "real-time",
               include: realTime.map((glob) => `${glob}/*.test.ts`),
+              exclude: ranAlready,
               maxWorkers: 1,
               sequence: { groupOrder: 1 },
             },
