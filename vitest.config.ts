@@ -30,12 +30,13 @@ const ranAlready =
   process.env.TEST_BACKENDS === "postgres" && !interop
     ? backendIndependentTestFiles(import.meta.dirname)
     : [];
-// Said once: vitest reads this file again for each project.
+// Said once (vitest reads this file again for each project), on stderr: stdout
+// may be a report (`vitest list --json`).
 const said = Symbol.for("switchboard.vitest.ranAlreadySaid");
 if (ranAlready.length > 0 && !(globalThis as { [said]?: boolean })[said]) {
   (globalThis as { [said]?: boolean })[said] = true;
-  console.log(
-    `TEST_BACKENDS=postgres: ${ranAlready.length} test files that reach no database TEST_DATABASE_URL chooses are left out (npm test without TEST_BACKENDS runs them)`,
+  process.stderr.write(
+    `TEST_BACKENDS=postgres: ${ranAlready.length} test files that reach no database TEST_DATABASE_URL chooses are left out (npm test without TEST_BACKENDS runs them)\n`,
   );
 }
 
