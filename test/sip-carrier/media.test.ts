@@ -30,7 +30,7 @@ import type { Received } from "../sip/ua.js";
 import { createTestClient, newProject, TEST_OPERATOR_TOKEN, testConfig } from "../support/app.js";
 import { xml } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
-import { framesHeardInOrder } from "../support/frames.js";
+import { framesHeardInOrder, indexOfAll } from "../support/frames.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { newSipDomainId } from "../voice/support.js";
 import { mulaw, Phone, unmulaw } from "./phone.js";
@@ -64,14 +64,6 @@ function noise(frames: number, seed: number): Int16Array {
 
 /** μ-law round trip (what the call can hear of `samples`). */
 const g711 = (samples: Int16Array) => Int16Array.from(samples, (x) => unmulaw(mulaw(x)));
-
-/** Where `needle` occurs in `hay` (sample arrays), or -1. */
-function find(hay: Int16Array, needle: Int16Array): number {
-  const h = Buffer.from(hay.buffer, hay.byteOffset, hay.byteLength);
-  const n = Buffer.from(needle.buffer, needle.byteOffset, needle.byteLength);
-  for (let at = h.indexOf(n); at >= 0; at = h.indexOf(n, at + 1)) if (at % 2 === 0) return at / 2;
-  return -1;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -267,8 +259,8 @@ describe.each(testDatabases())("SIP call media on $name", (backend) => {
     want.set(want.subarray(9 * 160, 10 * 160), 10 * 160);
     // Where loss and reordering were, exact: frames 8-12 with 9 in 10's place, and 18-23 with 20
     // and 21 back in order.
-    expect(find(samples, want.subarray(8 * 160, 13 * 160))).toBeGreaterThanOrEqual(0);
-    expect(find(samples, want.subarray(18 * 160, 24 * 160))).toBeGreaterThanOrEqual(0);
+    expect(indexOfAll(samples, want.subarray(8 * 160, 13 * 160))).toBeGreaterThanOrEqual(0);
+    expect(indexOfAll(samples, want.subarray(18 * 160, 24 * 160))).toBeGreaterThanOrEqual(0);
     // The rest, across the wrap of the sequence number (frame 36) and of the timestamp, counted
     // frame by frame, exact and in order, at least 45 of 50 (test/support/frames.ts): the test's
     // phone shares the server's event loop, and a stall lets the buffer run dry and play silence

@@ -21,6 +21,11 @@ export function framesHeardInOrder(heard: ArrayLike<number>, sent: ArrayLike<num
   return found;
 }
 
+/** Where all of `sent` occurs, exact and unbroken, in `heard`; -1 if nowhere. */
+export function indexOfAll(heard: ArrayLike<number>, sent: ArrayLike<number>): number {
+  return indexOfRun(heard, sent, 0, sent.length, 0);
+}
+
 /** Where `sent[start, start + length)` first occurs in `heard` at or after `from`; -1 if nowhere. */
 function indexOfRun(
   heard: ArrayLike<number>,
