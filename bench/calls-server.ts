@@ -290,9 +290,13 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
         {
           compiled: true,
           // BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there when it stops.
-          nodeArgs: process.env.BENCH_CPU_PROF
-            ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-            : [],
+          // BENCH_NODE_ARGS: extra node options for each server (experiments), as `npm run bench` takes.
+          nodeArgs: [
+            ...(process.env.BENCH_CPU_PROF
+              ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+              : []),
+            ...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
+          ],
         },
       ),
   );
