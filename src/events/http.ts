@@ -8,7 +8,7 @@
  * never share a pool). A request that fails on a reused socket before any
  * response (the server closed it while idle) is sent once more on a new one.
  */
-import { request as httpRequest, type IncomingMessage } from "node:http";
+import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { agentFor } from "./agents.js";
 import { checkLiteralHost, DestinationRefusedError, guardedLookup } from "./destinations.js";
@@ -72,14 +72,13 @@ async function send(
   body: string | undefined,
   options: HttpPostOptions,
 ): Promise<HttpResponse> {
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), options.timeoutMs);
+  const deadline = new Deadline(options.timeoutMs);
   try {
     let current = parseUrl(url);
     let method: string = firstMethod;
     let payload: string | undefined = body;
     for (let hop = 0; ; hop++) {
-      const res = await once(current, method, headers, payload, options, abort.signal);
+      const res = await once(current, method, headers, payload, options, deadline);
       const location = res.headers.location;
       if (res.status >= 300 && res.status < 400 && res.status !== 304 && location !== undefined) {
         if (hop >= MAX_REDIRECTS) throw new HttpRequestError(`more than ${MAX_REDIRECTS} redirects`);
@@ -93,7 +92,7 @@ async function send(
       return res;
     }
   } catch (err) {
-    if (abort.signal.aborted) throw new HttpRequestError(`timed out after ${options.timeoutMs} ms`);
+    if (deadline.expired) throw new HttpRequestError(`timed out after ${options.timeoutMs} ms`);
     if (err instanceof HttpRequestError) throw err;
     if (err instanceof DestinationRefusedError) throw new HttpRequestError(err.message);
     const code = (err as { code?: unknown }).code;
@@ -102,7 +101,42 @@ async function send(
       typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message,
     );
   } finally {
-    clearTimeout(timer);
+    deadline.clear();
+  }
+}
+
+/**
+ * The time limit of one send, every hop and body included: when it passes,
+ * the request in flight is destroyed (its socket closed, never pooled again),
+ * and no further hop starts. A timer and a reference rather than an
+ * `AbortSignal` on each request: Node's `http.request({ signal })` ties the
+ * signal to the request with listeners and an end-of-stream watcher, which
+ * cost about a third of a webhook request's client CPU (docs/performance.md,
+ * twenty-second session).
+ */
+class Deadline {
+  expired = false;
+  private request: ClientRequest | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(ms: number) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.request?.destroy(new HttpRequestError(`timed out after ${ms} ms`));
+    }, ms);
+  }
+
+  /** `req` is the request in flight; false (and `req` destroyed) when the time is already up. */
+  holds(req: ClientRequest): boolean {
+    this.request = req;
+    if (!this.expired) return true;
+    req.destroy(new HttpRequestError("timed out"));
+    return false;
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.request = undefined;
   }
 }
 
@@ -128,14 +162,14 @@ async function once(
   headers: Record<string, string>,
   body: string | undefined,
   options: HttpPostOptions,
-  signal: AbortSignal,
+  deadline: Deadline,
 ): Promise<HttpResponse> {
   try {
-    return await exchange(url, method, headers, body, options, signal, false);
+    return await exchange(url, method, headers, body, options, deadline, false);
   } catch (err) {
-    if (!(err instanceof StaleSocketError) || signal.aborted)
+    if (!(err instanceof StaleSocketError) || deadline.expired)
       throw err instanceof StaleSocketError ? err.cause : err;
-    return exchange(url, method, headers, body, options, signal, true);
+    return exchange(url, method, headers, body, options, deadline, true);
   }
 }
 
@@ -148,7 +182,7 @@ function exchange(
   headers: Record<string, string>,
   body: string | undefined,
   options: HttpPostOptions,
-  signal: AbortSignal,
+  deadline: Deadline,
   fresh: boolean,
 ): Promise<HttpResponse> {
   if (!options.allowPrivateDestinations) checkLiteralHost(url);
@@ -166,7 +200,6 @@ function exchange(
         headers: outgoing,
         // A retry after a stale pooled socket gets a connection of its own.
         agent: fresh ? false : agentFor(url.protocol, options.allowPrivateDestinations),
-        signal,
         ...(options.allowPrivateDestinations ? {} : { lookup: guardedLookup }),
       },
       (res) => {
@@ -199,6 +232,6 @@ function exchange(
         reject(new StaleSocketError(err.message, { cause: err }));
       } else reject(err);
     });
-    req.end(body);
+    if (deadline.holds(req)) req.end(body);
   });
 }
