@@ -30,8 +30,10 @@
  * BENCH_RECORDING_ITERATIONS (2), BENCH_TIME_SCALE (0.01),
  * BENCH_CALL_TARGETS ("pglite,postgres"; also postgres-2: two ROLE=all replicas on one
  * database, and postgres-api-worker: ROLE=api + ROLE=worker), BENCH_CALL_SECTIONS ("processing,media,engine"),
- * BENCH_CPU_PROF (a folder: the servers write a V8 CPU profile there), BENCH_SERVER_LOG (a
- * file: the servers' log lines are appended to it, each after its server's label). The servers inherit
+ * BENCH_CPU_PROF (a folder: the servers write a V8 CPU profile there), BENCH_NODE_ARGS (extra
+ * node options for each server, e.g. `--max-semi-space-size=32` or `--require ./probe.cjs`),
+ * BENCH_SERVER_LOG (a file: the servers' log lines are appended to it, each after its server's
+ * label). The servers inherit
  * the environment, so WEBHOOKS_BATCH_SIZE=50 and the like reach them.
  */
 import { randomBytes } from "node:crypto";
