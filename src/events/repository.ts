@@ -24,19 +24,26 @@ const CLAIMED_COLUMNS = `select c.id, c.seq::float8 as seq, c.project_id, c.even
     ${ms("c.create_time")} as create_ms, ${ms("c.complete_time")} as complete_ms, c.call_id, p.signing_key`;
 
 /**
- * `finish` as one fixed text (db/direct.ts): the rounds and the attempts
- * are each one JSON parameter (json_to_recordset), so the text is the same
+ * `finish` as fixed texts (db/direct.ts): the rounds and the attempts are
+ * each one JSON parameter (json_to_recordset), so a text is the same
  * whatever their number and each connection prepares it once. Timestamps
  * are ISO strings in the JSON; the attempts' keys are the row type's
  * (camelCase). $1 the worker, $2 the rounds, $3 the attempts.
  *
- * With $4 (now) set, the same statement hands over: the next pending event
- * of each key whose event left PENDING — nothing of its key is before it —
- * when due and free, is leased to the worker ($1, until $5) and returned as
- * CLAIM returns it, for the worker to deliver without another claim. An
- * event not yet committed is not seen: a claim finds it later. A claim that
- * took it first holds its lease: the update waits for that claim, then
- * finds it leased.
+ * Four texts, one per use (finishRoundsText): with a hand-over or not, sent
+ * for the first time or again. What tells them apart is written in the text
+ * (a literal), not passed as a parameter: a parameter that switches whole
+ * parts off made every custom plan look far cheaper than the generic one,
+ * so PostgreSQL planned the statement afresh on every execution (0.9 ms a
+ * plan, a third of its time; docs/performance.md, twenty-second session).
+ *
+ * With a hand-over ($4 now, $5 the lease's expiry), the same statement
+ * hands over: the next pending event of each key whose event left PENDING —
+ * nothing of its key is before it — when due and free, is leased to the
+ * worker ($1, until $5) and returned as CLAIM returns it, for the worker to
+ * deliver without another claim. An event not yet committed is not seen: a
+ * claim finds it later. A claim that took it first holds its lease: the
+ * update waits for that claim, then finds it leased.
  *
  * `kept` finds its events by primary key (`id = any(...)`, an index
  * condition whatever the plan), and its lease test is written
@@ -48,9 +55,9 @@ const CLAIMED_COLUMNS = `select c.id, c.seq::float8 as seq, c.project_id, c.even
  * Its rows: the recorded events' ids (JSON, the first column, on every
  * row), each with one handed-over event or, when there is none, nulls.
  *
- * Sent again with the same parameters but $6 true (its reply was lost: was
- * it committed?), it changes nothing more and answers as the first did (a
- * first sending, $6 false, skips these):
+ * Sent again with the same parameters (its reply was lost: was it
+ * committed?), it changes nothing more and answers as the first did (a
+ * first sending skips these):
  * - `done`: an event already left as this round leaves it (state, round,
  *   times) counts as recorded;
  * - an attempt already stored (event, round, URI, start time) is not stored
@@ -61,7 +68,11 @@ const CLAIMED_COLUMNS = `select c.id, c.seq::float8 as seq, c.project_id, c.even
  *   the first sending commits there are none: it is the statement that
  *   grants that lease.
  */
-const FINISH_ROUNDS = `with v as (
+function finishRoundsText(handOver: boolean, resend: boolean): string {
+  const now = handOver ? "$4::timestamptz" : "null::timestamptz";
+  const expiry = handOver ? "$5::timestamptz" : "null::timestamptz";
+  const again = resend ? "true" : "false";
+  return `with v as (
     select * from json_to_recordset($2::text::json)
       as v(id text, state text, round integer, next timestamptz, complete timestamptz)),
   made as (insert into webhook_attempts
@@ -70,7 +81,7 @@ const FINISH_ROUNDS = `with v as (
     from json_array_elements($3::text::json) with ordinality as j(attempt, i),
       json_to_record(j.attempt) as a("eventId" text, round integer, uri text,
       "startTime" timestamptz, "finishTime" timestamptz, "statusCode" integer, error text, "durationMs" integer)
-    where not ($6::boolean and exists (select 1 from webhook_attempts x where x.event_id = a."eventId"
+    where not (${again} and exists (select 1 from webhook_attempts x where x.event_id = a."eventId"
       and x.round = a.round and x.uri = a.uri and x.start_time = a."startTime"))
     order by j.i),
   kept as (update webhook_events e set state = v.state, attempt_count = v.round, next_attempt_time = v.next,
@@ -79,25 +90,32 @@ const FINISH_ROUNDS = `with v as (
       and coalesce(e.lease_owner, '') = $1 and e.state = 'PENDING'
     returning e.id, e.project_id, e.ordering_key, e.state, e.seq),
   done as (select e.id from webhook_events e join v on e.id = v.id
-    where $6::boolean and e.state = v.state and e.attempt_count = v.round and e.lease_owner is null
+    where ${again} and e.state = v.state and e.attempt_count = v.round and e.lease_owner is null
       and e.next_attempt_time is not distinct from v.next and e.complete_time is not distinct from v.complete),
   h as (select distinct on (n.project_id, n.ordering_key) n.id
     from kept k join webhook_events n on n.project_id = k.project_id and n.ordering_key = k.ordering_key
       and n.state = 'PENDING' and n.seq > k.seq
-    where k.state <> 'PENDING' and $4::timestamptz is not null
+    where k.state <> 'PENDING' and ${now} is not null
     order by n.project_id, n.ordering_key, n.seq),
-  r as (update webhook_events w set lease_owner = $1, lease_expire_time = $5::timestamptz
-    from h where w.id = h.id and w.next_attempt_time <= $4::timestamptz
-      and (w.lease_expire_time is null or w.lease_expire_time <= $4::timestamptz)
+  r as (update webhook_events w set lease_owner = $1, lease_expire_time = ${expiry}
+    from h where w.id = h.id and w.next_attempt_time <= ${now}
+      and (w.lease_expire_time is null or w.lease_expire_time <= ${now})
     returning w.*),
-  again as (select * from webhook_events w where $6::boolean and $4::timestamptz is not null and w.lease_owner = $1
-    and w.lease_expire_time = $5::timestamptz and w.state = 'PENDING' and w.id not in (select id from v)),
+  again as (select * from webhook_events w where ${again} and ${now} is not null and w.lease_owner = $1
+    and w.lease_expire_time = ${expiry} and w.state = 'PENDING' and w.id not in (select id from v)),
   handed as (${CLAIMED_COLUMNS} from (select * from r union all select * from again) c
     join projects p on p.id = c.project_id)
   select (select coalesce(json_agg(id), '[]'::json) from (select id from kept union select id from done) k)::text
       as kept, handed.*
   from (select 1) as one left join handed on true
   order by handed.seq`;
+}
+
+/** The four texts of finish: [hand-over][resend]. */
+const FINISH_ROUNDS = [
+  [finishRoundsText(false, false), finishRoundsText(false, true)],
+  [finishRoundsText(true, false), finishRoundsText(true, true)],
+] as const;
 
 /** `insertFinished` as one fixed text (see FINISH_ROUNDS): the exchange's event and its attempts (JSON). */
 const INSERT_FINISHED = `with e as (insert into webhook_events
@@ -307,14 +325,14 @@ export class WebhookEventsRepository {
       next: outcome.state === "PENDING" ? outcome.nextAttemptTime : null,
       complete: outcome.state === "PENDING" ? null : outcome.completeTime,
     }));
-    const rows = await fixedRows(this.db, FINISH_ROUNDS, [
-      owner,
-      JSON.stringify(v),
-      JSON.stringify(rounds.flatMap((r) => r.attempts)),
-      handOver?.now.toISOString() ?? null,
-      handOver?.leaseExpireTime.toISOString() ?? null,
-      again,
-    ]);
+    const params: unknown[] = [owner, JSON.stringify(v), JSON.stringify(rounds.flatMap((r) => r.attempts))];
+    if (handOver !== undefined)
+      params.push(handOver.now.toISOString(), handOver.leaseExpireTime.toISOString());
+    const rows = await fixedRows(
+      this.db,
+      FINISH_ROUNDS[handOver === undefined ? 0 : 1][again ? 1 : 0],
+      params,
+    );
     const kept = new Set(JSON.parse(rows[0]![0] as string) as string[]);
     const next = rows.filter((r) => r[1] !== null).map((r) => claimedOf(r.slice(1)));
     return { kept, next };
