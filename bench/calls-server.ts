@@ -48,7 +48,7 @@ import { NumberingAdmin } from "../gen/switchboard/admin/v1/numbering_pb.js";
 import { Projects } from "../gen/switchboard/admin/v1/projects_pb.js";
 import { SimulatorAdmin } from "../gen/switchboard/admin/v1/simulator_pb.js";
 import { postgresArgs } from "../src/db/postgres-url.js";
-import { Child, procCpuMs, ROOT } from "./children.js";
+import { benchNodeArgs, Child, procCpuMs, ROOT } from "./children.js";
 
 /** The server processes: `all` one ROLE=all; `all-x2` two of them; `api+worker` ROLE=api and ROLE=worker. */
 export type EngineTopology = "all" | "all-x2" | "api+worker";
@@ -295,7 +295,7 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
             ...(process.env.BENCH_CPU_PROF
               ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
               : []),
-            ...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
+            ...benchNodeArgs(),
           ],
         },
       ),

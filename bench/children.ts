@@ -234,6 +234,11 @@ export function procCpuMs(pid: number): number | undefined {
   }
 }
 
+/** BENCH_NODE_ARGS: extra node options for the servers a bench starts (experiments: `--max-semi-space-size=32`). */
+export function benchNodeArgs(): string[] {
+  return process.env.BENCH_NODE_ARGS?.split(/\s+/).filter((a) => a !== "") ?? [];
+}
+
 /** The node flags of `npm start` (package.json: `exec node <flags> dist/server.js`). */
 export function serverNodeFlags(): string[] {
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { start: string } };

@@ -48,7 +48,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import * as os from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { Child, expectSuccess, killAllNow, ROOT, stopAll } from "./children.js";
+import { benchNodeArgs, Child, expectSuccess, killAllNow, ROOT, stopAll } from "./children.js";
 import {
   assertLoopback,
   createDriver,
@@ -335,7 +335,7 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
       RATE_LIMIT_API_KEY_PER_SECOND: "0",
     }),
     [],
-    { compiled: true, nodeArgs: [...serverNodeArgs(), ...cpuProfArgs(backend)] },
+    { compiled: true, nodeArgs: [...benchNodeArgs(), ...cpuProfArgs(backend)] },
   );
   const address = await child.waitForLine((line) => {
     const parsed = JSON.parse(line) as { msg?: string; url?: string };
@@ -371,12 +371,6 @@ async function createApiKey(base: string): Promise<string> {
   const key = (await res.json()) as { secret?: unknown };
   if (typeof key.secret !== "string") throw new Error("creating an API key: no secret in the answer");
   return key.secret;
-}
-
-/** BENCH_NODE_ARGS: extra node options for the server (experiments: `--max-semi-space-size=32`). */
-function serverNodeArgs(): string[] {
-  const raw = process.env.BENCH_NODE_ARGS?.trim();
-  return raw ? raw.split(/\s+/) : [];
 }
 
 /** BENCH_CPU_PROF=<dir>: the server (and the ceiling) writes a V8 CPU profile there when it stops. */

@@ -55,7 +55,7 @@ import { SipUsers } from "../gen/switchboard/voice/v1/sip_users_pb.js";
 import { openPostgres } from "../src/db/client.js";
 import { buildServer } from "./calls-server.js";
 import { formatChecks } from "./calls-targets.js";
-import { Child, killAllNow, ROOT, stopAll } from "./children.js";
+import { benchNodeArgs, Child, killAllNow, ROOT, stopAll } from "./children.js";
 import { playWav, runMedia } from "./sip-media.js";
 import { type CallResult, mediaTargetChecks, type RegisterResult, sipTargetChecks } from "./sip-targets.js";
 import { setupTimes, sippRun } from "./sipp.js";
@@ -229,7 +229,7 @@ async function bench(databaseUrl: string, dir: string): Promise<void> {
       nodeArgs: [
         ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
         // BENCH_NODE_ARGS: more flags for the server's node (space-separated), e.g. a diagnostics --import.
-        ...(process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== ""),
+        ...benchNodeArgs(),
       ],
     },
   );

@@ -107,8 +107,8 @@ async function send(
 
 /**
  * The time limit of one send, every hop and body included: when it passes,
- * the request in flight is destroyed (its socket closed, never pooled again),
- * and no further hop starts. A timer and a reference rather than an
+ * the request in flight is destroyed (its socket closed, never pooled again).
+ * A timer and a reference rather than an
  * `AbortSignal` on each request: Node's `http.request({ signal })` ties the
  * signal to the request with listeners and an end-of-stream watcher, which
  * cost about a third of a webhook request's client CPU (docs/performance.md,
@@ -126,12 +126,13 @@ class Deadline {
     }, ms);
   }
 
-  /** `req` is the request in flight; false (and `req` destroyed) when the time is already up. */
-  holds(req: ClientRequest): boolean {
+  /**
+   * `req` is the request in flight. A hop (or the retry on a new socket)
+   * starts in the same turn of the event loop as the one before it ended,
+   * so the timer never fires between two requests.
+   */
+  track(req: ClientRequest): void {
     this.request = req;
-    if (!this.expired) return true;
-    req.destroy(new HttpRequestError("timed out"));
-    return false;
   }
 
   clear(): void {
@@ -232,6 +233,7 @@ function exchange(
         reject(new StaleSocketError(err.message, { cause: err }));
       } else reject(err);
     });
-    if (deadline.holds(req)) req.end(body);
+    deadline.track(req);
+    req.end(body);
   });
 }
