@@ -29,6 +29,10 @@
  * from /proc/<pid>/stat, read around the measured h2load run): on a shared
  * 2-core machine req/s moves with whatever else runs, CPU per request much
  * less, and ratios against the ceiling measured in the same run less still.
+ * Every target starts first, and the load scenarios then run on each target
+ * in turn (BENCH_ROUNDS times, the order reversed every other round), so a
+ * ratio compares runs seconds apart; the ceiling and the floor run under npm
+ * start's node flags, as the server does.
  * A request counts as failed when h2load saw a non-2xx status or the
  * server's /metrics counted a non-OK code for the method (gRPC errors are
  * HTTP 200).
@@ -39,7 +43,8 @@
  * BENCH_LATENCY_REQUESTS (1000), BENCH_TRANSPORTS ("grpc,connect,rest,connect-h1,rest-h1"),
  * BENCH_OPERATIONS ("create,get,list"), BENCH_H2LOAD (the binary), BENCH_CPU_PROF
  * (a directory: the server, the ceiling and the floor write V8 CPU profiles there when they stop), BENCH_NODE_ARGS
- * (extra node options for the server, space-separated), BENCH_START_MEMORY (0: skip the
+ * (extra node options for every target, space-separated), BENCH_ROUNDS (1: rounds of the
+ * load scenarios, added up), BENCH_START_MEMORY (0: skip the
  * idle memory of `npm start`, bench/start-memory.ts, measured after the targets).
  */
 import { spawn } from "node:child_process";
@@ -48,7 +53,15 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import * as os from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { benchNodeArgs, Child, expectSuccess, killAllNow, ROOT, stopAll } from "./children.js";
+import {
+  benchNodeArgs,
+  Child,
+  expectSuccess,
+  killAllNow,
+  ROOT,
+  serverNodeFlags,
+  stopAll,
+} from "./children.js";
 import {
   assertLoopback,
   createDriver,
@@ -124,6 +137,8 @@ function subset<T extends string>(name: string, all: readonly T[]): readonly T[]
 }
 const BENCH_LOAD_TRANSPORTS = subset("BENCH_TRANSPORTS", LOAD_TRANSPORTS);
 const BENCH_OPERATIONS = subset("BENCH_OPERATIONS", OPERATIONS);
+/** BENCH_ROUNDS: how many times each load scenario runs on each target (interleaved; the figures add up). */
+const ROUNDS = intEnv("BENCH_ROUNDS", 1, 1);
 
 export type TargetName = "ceiling" | "floor" | "pglite" | "postgres";
 const TARGET_NAMES: readonly TargetName[] = ["ceiling", "floor", "postgres", "pglite"];
@@ -293,8 +308,10 @@ async function waitReady(child: Child, base: string, timeoutMs: number): Promise
 async function startCeiling(floorUrl?: string): Promise<Running> {
   const label = floorUrl === undefined ? "ceiling" : "floor";
   const env = floorUrl === undefined ? {} : { FLOOR_DATABASE_URL: floorUrl };
+  // The server's own node flags (npm start's), so that the ratios compare code, not V8 settings:
+  // `--max-semi-space-size` alone moves the floor's CPU per request by 10-20% (docs/performance.md).
   const child = new Child(label, "bench/ceiling.ts", serverEnv(env), [], {
-    nodeArgs: cpuProfArgs(label),
+    nodeArgs: [...serverNodeFlags(), ...benchNodeArgs(), ...cpuProfArgs(label)],
   });
   const ports = await child.waitForLine((line) => {
     const parsed = JSON.parse(line) as { ceiling?: { h2: number; h1: number } };
@@ -490,7 +507,24 @@ async function serverErrors(base: string, method: string): Promise<number | unde
   }
 }
 
-/** One h2load scenario: a warm-up run, then the measured run with the server's CPU read around it. */
+/** What a row's rounds add up to (operationScenarios runs a scenario BENCH_ROUNDS times). */
+interface Totals {
+  requests: number;
+  ok: number;
+  failed: number;
+  elapsedMs: number;
+  /** Server CPU over the rounds; undefined once a round could not read it. */
+  cpuMs: number | undefined;
+  /** h2load's mean request time times its requests, summed. */
+  meanTimesRequests: number;
+}
+const totals = new WeakMap<Row, Totals>();
+
+/**
+ * One h2load scenario: a warm-up run, then the measured run with the server's
+ * CPU read around it. A row measured again (the next round) adds up: its
+ * figures are those of all its rounds together.
+ */
 async function measureH2load(
   label: string,
   row: Row,
@@ -498,7 +532,6 @@ async function measureH2load(
   request: H2loadRequest,
   method: string,
 ): Promise<void> {
-  rows.push(row);
   const child = running.child;
   const base = running.endpoints.h1;
   const withMetrics = !bare(row.backend);
@@ -515,20 +548,38 @@ async function measureH2load(
     const rpcErrors = errors0 !== undefined && errors1 !== undefined ? errors1 - errors0 : undefined;
     const failed = result.requests - result.status2xx + (rpcErrors ?? 0);
     const ok = result.requests - failed;
+    const cpuMs = serverCpu0 !== undefined && serverCpu1 !== undefined ? serverCpu1 - serverCpu0 : undefined;
+    const before = totals.get(row);
+    const t: Totals = {
+      requests: (before?.requests ?? 0) + result.requests,
+      ok: (before?.ok ?? 0) + ok,
+      failed: (before?.failed ?? 0) + failed,
+      elapsedMs: (before?.elapsedMs ?? 0) + result.elapsedMs,
+      cpuMs:
+        before !== undefined && before.cpuMs === undefined
+          ? undefined
+          : cpuMs === undefined
+            ? undefined
+            : (before?.cpuMs ?? 0) + cpuMs,
+      meanTimesRequests: (before?.meanTimesRequests ?? 0) + result.meanMs * result.requests,
+    };
+    totals.set(row, t);
     row.result = {
-      ok,
-      errors: failed,
+      ok: t.ok,
+      errors: t.failed,
       firstError:
-        failed > 0 ? `${failed} failed (HTTP non-2xx or a non-OK code in the server's metrics)` : undefined,
-      elapsedMs: result.elapsedMs,
-      rps: result.rps,
+        t.failed > 0
+          ? `${t.failed} failed (HTTP non-2xx or a non-OK code in the server's metrics)`
+          : undefined,
+      elapsedMs: t.elapsedMs,
+      rps: (t.requests * 1000) / t.elapsedMs,
       p50: Number.NaN,
       p99: Number.NaN,
-      mean: result.meanMs,
+      mean: t.meanTimesRequests / t.requests,
     };
-    if (ok > 0 && serverCpu0 !== undefined && serverCpu1 !== undefined) {
-      row.serverCpuMsPerRequest = (serverCpu1 - serverCpu0) / ok;
-      row.serverCpuShare = (serverCpu1 - serverCpu0) / result.elapsedMs;
+    if (t.ok > 0 && t.cpuMs !== undefined) {
+      row.serverCpuMsPerRequest = t.cpuMs / t.ok;
+      row.serverCpuShare = t.cpuMs / t.elapsedMs;
     }
     const rss = child.rssBytes();
     if (rss !== undefined) row.rssBytes = rss;
@@ -539,9 +590,9 @@ async function measureH2load(
       row.error = `${row.result.firstError}${logged ? ` [server log: ${logged}]` : ""}`;
     }
     const cpu =
-      row.serverCpuMsPerRequest === undefined
+      cpuMs === undefined || ok === 0
         ? ""
-        : `, server ${row.serverCpuMsPerRequest.toFixed(3)} ms CPU/req (${((row.serverCpuShare ?? 0) * 100).toFixed(0)}% of a core)`;
+        : `, server ${(cpuMs / ok).toFixed(3)} ms CPU/req (${((cpuMs / result.elapsedMs) * 100).toFixed(0)}% of a core)`;
     log(
       `${label}: ${result.rps.toFixed(0)} req/s, mean ${result.meanMs.toFixed(1)} ms${cpu}, load average ${row.loadAverage?.toFixed(1)}${failed > 0 ? `, ${failed} FAILED` : ""}`,
     );
@@ -552,30 +603,49 @@ async function measureH2load(
   }
 }
 
-async function operationScenarios(backend: TargetName, running: Running): Promise<void> {
-  // A listing for the get scenarios, and a check that the server answers at all.
+/** A listing for the get scenarios (and full pages for the list ones); a check that the server answers. */
+async function seedOperations(backend: TargetName, running: Running): Promise<string> {
   let getName = `projects/${BENCH_PROJECT}/regulatoryListings/c000000000000000`;
-  if (!bare(backend)) {
-    const driver = createDriver("grpc", running.endpoints, running.token, 1);
-    try {
-      getName = await driver.create(BENCH_PROJECT);
-      // The list scenarios read full pages.
-      for (let i = 1; i < LIST_PAGE_SIZE; i++) await driver.create(BENCH_PROJECT);
-    } finally {
-      driver.close();
-    }
+  if (bare(backend)) return getName;
+  const driver = createDriver("grpc", running.endpoints, running.token, 1);
+  try {
+    getName = await driver.create(BENCH_PROJECT);
+    for (let i = 1; i < LIST_PAGE_SIZE; i++) await driver.create(BENCH_PROJECT);
+  } finally {
+    driver.close();
   }
-  for (const transport of BENCH_LOAD_TRANSPORTS) {
-    const endpoint = transport.endsWith("-h1") ? running.endpoints.h1 : running.endpoints.h2;
-    for (const op of BENCH_OPERATIONS) {
-      const request = loadRequest(transport, op, endpoint, running.token, BENCH_PROJECT, getName);
-      const row: Row = {
-        scenario: op,
-        transport,
-        backend,
-        concurrency: transport.endsWith("-h1") ? H2.clients : H2.clients * H2.streams,
-      };
-      await measureH2load(`${backend} ${transport} ${op}`, row, running, request, rpcMethodName(op));
+  return getName;
+}
+
+/**
+ * The h2load scenarios, interleaved: each transport and operation runs on
+ * every target in turn, BENCH_ROUNDS times (the order reversed every other
+ * round), so that the ratios between targets compare runs seconds apart,
+ * not minutes: this machine's speed drifts by 10-20% within minutes.
+ */
+async function operationScenarios(started: readonly Started[]): Promise<void> {
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const transport of BENCH_LOAD_TRANSPORTS) {
+      for (const op of BENCH_OPERATIONS) {
+        const order = round % 2 === 0 ? started : [...started].reverse();
+        for (const { backend, running, getName } of order) {
+          if (!running.child.running) continue;
+          const endpoint = transport.endsWith("-h1") ? running.endpoints.h1 : running.endpoints.h2;
+          const request = loadRequest(transport, op, endpoint, running.token, BENCH_PROJECT, getName);
+          let row = rows.find((r) => r.backend === backend && r.transport === transport && r.scenario === op);
+          if (row === undefined) {
+            row = {
+              scenario: op,
+              transport,
+              backend,
+              concurrency: transport.endsWith("-h1") ? H2.clients : H2.clients * H2.streams,
+            };
+            rows.push(row);
+          }
+          const label = `${backend} ${transport} ${op}${ROUNDS > 1 ? ` (round ${round + 1} of ${ROUNDS})` : ""}`;
+          await measureH2load(label, row, running, request, rpcMethodName(op));
+        }
+      }
     }
   }
 }
@@ -655,7 +725,16 @@ async function sizeScenarios(backend: TargetName, running: Running, info: Target
   }
 }
 
-async function runTarget(backend: TargetName, dataRoot: string): Promise<void> {
+/** A target started and seeded, its scenarios still to run. */
+interface Started {
+  backend: TargetName;
+  info: TargetInfo;
+  running: Running;
+  getName: string;
+}
+
+/** Starts `backend` (undefined when it cannot run here, or failed: then info says why). */
+async function startTarget(backend: TargetName, dataRoot: string): Promise<Started | undefined> {
   const info: TargetInfo = { backend };
   targets.push(info);
   let running: Running | undefined;
@@ -667,7 +746,7 @@ async function runTarget(backend: TargetName, dataRoot: string): Promise<void> {
       if (!adminUrl) {
         log("floor: skipped (set TEST_DATABASE_URL or DATABASE_URL)");
         targets.pop();
-        return;
+        return undefined;
       }
       running = await startCeiling(await scratchDatabase(adminUrl));
     } else if (backend === "pglite") {
@@ -679,7 +758,7 @@ async function runTarget(backend: TargetName, dataRoot: string): Promise<void> {
       if (!adminUrl) {
         log("postgres: skipped (set TEST_DATABASE_URL or DATABASE_URL)");
         targets.pop();
-        return;
+        return undefined;
       }
       const url = await scratchDatabase(adminUrl);
       running = await startServer("postgres", { DATABASE_URL: url, DATA_DIR: join(dataRoot, "postgres") });
@@ -688,13 +767,35 @@ async function runTarget(backend: TargetName, dataRoot: string): Promise<void> {
     const idle = running.child.rssBytes();
     if (idle !== undefined) info.idleRssBytes = idle;
     log(`${backend}: pid ${running.child.pid}, ${running.endpoints.h1}`);
-    await operationScenarios(backend, running);
-    if (!bare(backend) && ROW_COUNTS.length > 0) await sizeScenarios(backend, running, info);
+    return { backend, info, running, getName: await seedOperations(backend, running) };
   } catch (err) {
     info.error = errorText(err);
     log(`${backend}: FAILED: ${info.error}`);
-  } finally {
     await running?.child.stop();
+    return undefined;
+  }
+}
+
+/** Every target started, the load scenarios interleaved across them, then each one's list sizes. */
+async function runTargets(dataRoot: string): Promise<void> {
+  const started: Started[] = [];
+  try {
+    for (const backend of TARGETS) {
+      const s = await startTarget(backend, dataRoot);
+      if (s !== undefined) started.push(s);
+    }
+    await operationScenarios(started);
+    for (const { backend, running, info } of started) {
+      if (bare(backend) || ROW_COUNTS.length === 0) continue;
+      try {
+        await sizeScenarios(backend, running, info);
+      } catch (err) {
+        info.error = errorText(err);
+        log(`${backend}: FAILED: ${info.error}`);
+      }
+    }
+  } finally {
+    for (const { running } of started) await running.child.stop();
   }
 }
 
@@ -794,7 +895,8 @@ function table(): string {
   out.push(
     "",
     `create/get/list: h2load (${H2.clients} connections x ${H2.streams} streams on HTTP/2, ${H2.clients} connections on`,
-    `HTTP/1.1 (-h1), ${H2.requests} requests after ${H2.warmup} of warm-up); mean ms: h2load's mean request time. conc:`,
+    `HTTP/1.1 (-h1), ${H2.requests} requests after ${H2.warmup} of warm-up, ${ROUNDS} round(s) each, the targets taking`,
+    `turns scenario by scenario, every target under npm start's node flags); mean ms: h2load's mean request time. conc:`,
     `requests in flight. The list-size rows: the Node gRPC client, one caller (p50/p99 seen by the caller).`,
     `RSS: VmRSS of the server process after the scenario. srv CPU ms/req: user+system CPU of the server`,
     `process per request, from /proc (on postgres, not counting the database server's own CPU); load CPU ms/req:`,
@@ -824,11 +926,11 @@ async function main(): Promise<void> {
   }
   log(
     `${h2load}: ${H2.clients} connections x ${H2.streams} streams, ${H2.requests} requests per scenario ` +
-      `(after ${H2.warmup} of warm-up); list sizes ${ROW_COUNTS.map(count).join(", ")} ` +
+      `(after ${H2.warmup} of warm-up), ${ROUNDS} round(s), targets interleaved; list sizes ${ROW_COUNTS.map(count).join(", ")} ` +
       `with 1 caller; node ${process.version}, ${os.cpus().length} cpus, load average ${os.loadavg()[0]?.toFixed(1)}`,
   );
 
-  for (const backend of TARGETS) await runTarget(backend, dataRoot);
+  await runTargets(dataRoot);
   computeRatios();
   await cleanup();
 
