@@ -121,12 +121,36 @@ type Body = AsyncIterable<Uint8Array>;
 function grpcResponse(res: UniversalServerResponse, limit: number): UniversalServerResponse {
   const trailer = res.trailer;
   if (trailer === undefined || res.body === undefined) return res;
-  const body = res.body;
-  async function* drained() {
-    yield* body;
-    fixTrailer(trailer!, limit);
-  }
-  return { ...res, body: drained() };
+  return { ...res, body: thenWhenDrained(res.body, () => fixTrailer(trailer, limit)) };
+}
+
+/**
+ * `body`, calling `drained` once its last chunk is out (before the consumer
+ * sees the end), as `yield* body; drained()` in an async generator would, without
+ * the generator's promise and closure machinery on every response.
+ */
+export function thenWhenDrained(body: Body, drained: () => void): Body {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+      const it = body[Symbol.asyncIterator]();
+      let ended = false;
+      return {
+        next: () =>
+          it.next().then((r) => {
+            if (r.done === true && !ended) {
+              ended = true;
+              drained();
+            }
+            return r;
+          }),
+        return: (value?: unknown) =>
+          it.return !== undefined
+            ? it.return(value)
+            : Promise.resolve({ done: true, value } as IteratorReturnResult<unknown>),
+        throw: (err?: unknown) => (it.throw !== undefined ? it.throw(err) : Promise.reject(err)),
+      };
+    },
+  };
 }
 
 function fixTrailer(trailer: Headers, limit?: number): boolean {
