@@ -168,6 +168,30 @@ export class Child {
     return procCpuMs(this.pid);
   }
 
+  private gcSeq = 0;
+
+  /**
+   * The child's garbage-collection pauses so far (count, ms), from
+   * bench/gc-meter.mjs writing to `file` (its BENCH_GC_METER_FILE) when asked
+   * on stdin; undefined when it does not answer within a second.
+   */
+  async gcTotals(file: string): Promise<{ count: number; ms: number } | undefined> {
+    const seq = ++this.gcSeq;
+    if (!this.running || this.proc.stdin === null) return undefined;
+    this.proc.stdin.write(`gc ${seq}\n`);
+    const until = performance.now() + 1_000;
+    while (performance.now() < until) {
+      try {
+        const got = JSON.parse(readFileSync(file, "utf8")) as { seq: number; count: number; ms: number };
+        if (got.seq === seq) return { count: got.count, ms: got.ms };
+      } catch {
+        // not written yet, or being written
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return undefined;
+  }
+
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. */
   async stop(graceMs = 10_000): Promise<void> {
     if (!this.running) return;

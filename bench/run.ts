@@ -29,6 +29,10 @@
  * from /proc/<pid>/stat, read around the measured h2load run): on a shared
  * 2-core machine req/s moves with whatever else runs, CPU per request much
  * less, and ratios against the ceiling measured in the same run less still.
+ * Beside it, each target's garbage-collection pauses per request (main
+ * thread, perf_hooks; bench/gc-meter.mjs, preloaded into every target): on
+ * an 8 MB young generation with 512 requests in flight, most of what
+ * separates the server from the floor.
  * Every target starts first, and the load scenarios then run on each target
  * in turn (BENCH_ROUNDS times, the order reversed every other round), so a
  * ratio compares runs seconds apart; the ceiling and the floor run under npm
@@ -49,6 +53,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import * as os from "node:os";
 import { join } from "node:path";
@@ -178,6 +183,8 @@ export interface Row {
   /** CPU time per successful request, ms: the server child's and this load process's. */
   serverCpuMsPerRequest?: number;
   clientCpuMsPerRequest?: number;
+  /** The child's garbage-collection pauses (main thread) per successful request, ms (bench/gc-meter.mjs). */
+  gcMsPerRequest?: number;
   /** The server child's CPU use over the scenario (1 = one core busy). */
   serverCpuShare?: number;
   /** req/s over the ceiling's req/s for the same transport and operation. */
@@ -264,6 +271,25 @@ interface Running {
   endpoints: Endpoints;
   /** The credential the load sends: an API key bound to the bench project (the operator's for the ceiling). */
   token: string;
+  /** Where bench/gc-meter.mjs reports the child's garbage-collection pauses (Child.gcTotals). */
+  gcFile: string;
+}
+
+/** The file a target's gc-meter writes to, and the node option that loads it. */
+function gcMeter(label: string): { file: string; env: Record<string, string>; nodeArgs: string[] } {
+  const file = join(scratchDir(), `gc-${label.replace(/\W+/g, "-")}.json`);
+  return { file, env: { BENCH_GC_METER_FILE: file }, nodeArgs: ["--import", "./bench/gc-meter.mjs"] };
+}
+
+let scratch: string | undefined;
+/** A temporary directory of this run (removed at cleanup). */
+function scratchDir(): string {
+  if (scratch === undefined) {
+    const dir = mkdtempSync(join(os.tmpdir(), "switchboard-bench-gc-"));
+    scratch = dir;
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  }
+  return scratch;
 }
 
 function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -307,11 +333,12 @@ async function waitReady(child: Child, base: string, timeoutMs: number): Promise
 /** bench/ceiling.ts: the ceiling, or with `floorUrl` the floor (one PostgreSQL statement per request). */
 async function startCeiling(floorUrl?: string): Promise<Running> {
   const label = floorUrl === undefined ? "ceiling" : "floor";
-  const env = floorUrl === undefined ? {} : { FLOOR_DATABASE_URL: floorUrl };
+  const gc = gcMeter(label);
+  const env = { ...gc.env, ...(floorUrl === undefined ? {} : { FLOOR_DATABASE_URL: floorUrl }) };
   // The server's own node flags (npm start's), so that the ratios compare code, not V8 settings:
   // `--max-semi-space-size` alone moves the floor's CPU per request by 10-20% (docs/performance.md).
   const child = new Child(label, "bench/ceiling.ts", serverEnv(env), [], {
-    nodeArgs: [...serverNodeFlags(), ...benchNodeArgs(), ...cpuProfArgs(label)],
+    nodeArgs: [...serverNodeFlags(), ...gc.nodeArgs, ...benchNodeArgs(), ...cpuProfArgs(label)],
   });
   const ports = await child.waitForLine((line) => {
     const parsed = JSON.parse(line) as { ceiling?: { h2: number; h1: number } };
@@ -321,6 +348,7 @@ async function startCeiling(floorUrl?: string): Promise<Running> {
     child,
     endpoints: { h2: `http://127.0.0.1:${ports.h2}`, h1: `http://127.0.0.1:${ports.h1}` },
     token: BENCH_OPERATOR_TOKEN,
+    gcFile: gc.file,
   };
 }
 
@@ -336,11 +364,13 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
 
   log(`${backend}: starting the server`);
   const started = performance.now();
+  const gc = gcMeter(backend);
   const child = new Child(
     `${backend} server`,
     "dist/server.js",
     serverEnv({
       ...env,
+      ...gc.env,
       PORT: "0",
       HOST: "127.0.0.1",
       LOG_LEVEL: "info",
@@ -352,7 +382,7 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
       RATE_LIMIT_API_KEY_PER_SECOND: "0",
     }),
     [],
-    { compiled: true, nodeArgs: [...benchNodeArgs(), ...cpuProfArgs(backend)] },
+    { compiled: true, nodeArgs: [...gc.nodeArgs, ...benchNodeArgs(), ...cpuProfArgs(backend)] },
   );
   const address = await child.waitForLine((line) => {
     const parsed = JSON.parse(line) as { msg?: string; url?: string };
@@ -370,7 +400,7 @@ async function startServer(backend: "pglite" | "postgres", env: Record<string, s
   });
   if (!res.ok) throw new Error(`creating project ${BENCH_PROJECT}: HTTP ${res.status} ${await res.text()}`);
   await res.arrayBuffer();
-  return { child, endpoints: { h2: base, h1: base }, token: await createApiKey(base) };
+  return { child, endpoints: { h2: base, h1: base }, token: await createApiKey(base), gcFile: gc.file };
 }
 
 /** An API key with roles/owner on the bench project: what a real client authenticates with. */
@@ -517,6 +547,8 @@ interface Totals {
   cpuMs: number | undefined;
   /** h2load's mean request time times its requests, summed. */
   meanTimesRequests: number;
+  /** GC pauses over the rounds; undefined once a round could not read them. */
+  gcMs: number | undefined;
 }
 const totals = new WeakMap<Row, Totals>();
 
@@ -540,9 +572,11 @@ async function measureH2load(
     row.loadAverage = os.loadavg()[0];
     if (H2.warmup > 0) await runH2load(request, { ...H2, requests: H2.warmup });
     const errors0 = withMetrics ? await serverErrors(base, method) : 0;
+    const gc0 = await child.gcTotals(running.gcFile);
     const serverCpu0 = child.cpuMs();
     const result = await runH2load(request, H2);
     const serverCpu1 = child.cpuMs();
+    const gc1 = await child.gcTotals(running.gcFile);
     const errors1 = withMetrics ? await serverErrors(base, method) : 0;
     row.h2load = result;
     const rpcErrors = errors0 !== undefined && errors1 !== undefined ? errors1 - errors0 : undefined;
@@ -562,6 +596,10 @@ async function measureH2load(
             ? undefined
             : (before?.cpuMs ?? 0) + cpuMs,
       meanTimesRequests: (before?.meanTimesRequests ?? 0) + result.meanMs * result.requests,
+      gcMs:
+        (before !== undefined && before.gcMs === undefined) || gc0 === undefined || gc1 === undefined
+          ? undefined
+          : (before?.gcMs ?? 0) + gc1.ms - gc0.ms,
     };
     totals.set(row, t);
     row.result = {
@@ -581,6 +619,7 @@ async function measureH2load(
       row.serverCpuMsPerRequest = t.cpuMs / t.ok;
       row.serverCpuShare = t.cpuMs / t.elapsedMs;
     }
+    if (t.ok > 0 && t.gcMs !== undefined) row.gcMsPerRequest = t.gcMs / t.ok;
     const rss = child.rssBytes();
     if (rss !== undefined) row.rssBytes = rss;
     if (ok === 0) throw new Error(row.result.firstError ?? "no request succeeded");
@@ -851,6 +890,7 @@ function table(): string {
     "errors",
     "RSS MB",
     "srv CPU ms/req",
+    "GC ms/req",
     "load CPU ms/req",
     "req/s vs ceiling",
     "srv CPU vs ceiling",
@@ -874,6 +914,7 @@ function table(): string {
       res ? String(res.errors) : "",
       r.rssBytes === undefined ? "" : (r.rssBytes / 1048576).toFixed(0),
       fmt(r.serverCpuMsPerRequest, 3),
+      fmt(r.gcMsPerRequest, 3),
       fmt(r.clientCpuMsPerRequest, 2),
       fmt(r.vsCeiling, 2, "x"),
       fmt(r.cpuVsCeiling, 2, "x"),
@@ -885,7 +926,7 @@ function table(): string {
   });
   const all = [header, ...body];
   const widths = header.map((_, i) => Math.max(...all.map((line) => line[i]!.length)));
-  const text = new Set([0, 1, 2, 15]);
+  const text = new Set([0, 1, 2, 16]);
   const render = (line: string[]) =>
     line
       .map((cell, i) => (text.has(i) ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
@@ -899,7 +940,8 @@ function table(): string {
     `turns scenario by scenario, every target under npm start's node flags); mean ms: h2load's mean request time. conc:`,
     `requests in flight. The list-size rows: the Node gRPC client, one caller (p50/p99 seen by the caller).`,
     `RSS: VmRSS of the server process after the scenario. srv CPU ms/req: user+system CPU of the server`,
-    `process per request, from /proc (on postgres, not counting the database server's own CPU); load CPU ms/req:`,
+    `process per request, from /proc (on postgres, not counting the database server's own CPU); GC ms/req: its main`,
+    `thread's garbage-collection pauses per request (perf_hooks, bench/gc-meter.mjs); load CPU ms/req:`,
     `the Node load process's, list-size rows only. vs ceiling: req/s over, and server CPU per request over, the`,
     `ceiling's for the same transport and operation. REST CPU vs Connect: REST's server CPU per request over`,
     `Connect JSON's on the same HTTP version. vs smallest size: the same list on`,

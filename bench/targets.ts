@@ -15,6 +15,11 @@ interface Check {
 const MB = 1048576;
 
 function cpu(rows: Row[], backend: string, transport: string, op: string): number | undefined {
+  return loadRow(rows, backend, transport, op)?.serverCpuMsPerRequest;
+}
+
+/** The load scenario's row of `backend`, when it ran without error. */
+function loadRow(rows: Row[], backend: string, transport: string, op: string): Row | undefined {
   return rows.find(
     (r) =>
       r.backend === backend &&
@@ -22,7 +27,7 @@ function cpu(rows: Row[], backend: string, transport: string, op: string): numbe
       r.scenario === op &&
       r.page === undefined &&
       r.error === undefined,
-  )?.serverCpuMsPerRequest;
+  );
 }
 
 function ratioCheck(
@@ -118,7 +123,14 @@ function floorLines(rows: Row[]): string[] {
       const floor = cpu(rows, "floor", transport, op);
       const server = cpu(rows, "postgres", transport, op);
       if (ceiling === undefined || floor === undefined) continue;
-      const against = server === undefined ? "" : `; the server ${(server / floor).toFixed(2)}x the floor`;
+      const serverGc = loadRow(rows, "postgres", transport, op)?.gcMsPerRequest;
+      const floorGc = loadRow(rows, "floor", transport, op)?.gcMsPerRequest;
+      const gc =
+        serverGc === undefined || floorGc === undefined
+          ? ""
+          : ` (GC pauses ${serverGc.toFixed(3)} against ${floorGc.toFixed(3)} ms)`;
+      const against =
+        server === undefined ? "" : `; the server ${(server / floor).toFixed(2)}x the floor${gc}`;
       lines.push(
         `  ${`${transport} ${op}`.padEnd(18)} floor ${floor.toFixed(3)} ms = ${(floor / ceiling).toFixed(2)}x the ceiling${against}`,
       );
