@@ -336,7 +336,7 @@ async function startCeiling(floorUrl?: string): Promise<Running> {
   const gc = gcMeter(label);
   const env = { ...gc.env, ...(floorUrl === undefined ? {} : { FLOOR_DATABASE_URL: floorUrl }) };
   // The server's own node flags (npm start's), so that the ratios compare code, not V8 settings:
-  // `--max-semi-space-size` alone moves the floor's CPU per request by 10-20% (docs/performance.md).
+  // `--max-semi-space-size` alone moves the floor's CPU per request by 10-25% (docs/performance.md).
   const child = new Child(label, "bench/ceiling.ts", serverEnv(env), [], {
     nodeArgs: [...serverNodeFlags(), ...gc.nodeArgs, ...benchNodeArgs(), ...cpuProfArgs(label)],
   });
@@ -668,7 +668,6 @@ async function operationScenarios(started: readonly Started[]): Promise<void> {
       for (const op of BENCH_OPERATIONS) {
         const order = round % 2 === 0 ? started : [...started].reverse();
         for (const { backend, running, getName } of order) {
-          if (!running.child.running) continue;
           const endpoint = transport.endsWith("-h1") ? running.endpoints.h1 : running.endpoints.h2;
           const request = loadRequest(transport, op, endpoint, running.token, BENCH_PROJECT, getName);
           let row = rows.find((r) => r.backend === backend && r.transport === transport && r.scenario === op);
