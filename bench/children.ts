@@ -171,19 +171,20 @@ export class Child {
   private gcSeq = 0;
 
   /**
-   * The child's garbage-collection pauses so far (count, ms), from
-   * bench/gc-meter.mjs writing to `file` (its BENCH_GC_METER_FILE) when asked
-   * on stdin; undefined when it does not answer within a second.
+   * The child's garbage-collection pauses so far, ms, from bench/gc-meter.mjs
+   * writing to `file` (its BENCH_GC_METER_FILE) when asked on stdin: a file,
+   * not a stdout line, which the server's log would interleave with.
+   * Undefined when it does not answer within a second.
    */
-  async gcTotals(file: string): Promise<{ count: number; ms: number } | undefined> {
+  async gcTotals(file: string): Promise<number | undefined> {
     const seq = ++this.gcSeq;
     if (!this.running || this.proc.stdin === null) return undefined;
     this.proc.stdin.write(`gc ${seq}\n`);
     const until = performance.now() + 1_000;
     while (performance.now() < until) {
       try {
-        const got = JSON.parse(readFileSync(file, "utf8")) as { seq: number; count: number; ms: number };
-        if (got.seq === seq) return { count: got.count, ms: got.ms };
+        const got = JSON.parse(readFileSync(file, "utf8")) as { seq: number; ms: number };
+        if (got.seq === seq) return got.ms;
       } catch {
         // not written yet, or being written
       }

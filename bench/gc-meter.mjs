@@ -1,9 +1,9 @@
 /**
  * Preloaded into `npm run bench`'s targets (`--import ./bench/gc-meter.mjs`;
  * plain JavaScript, so the compiled server loads it without tsx): keeps the
- * main thread's garbage-collection pauses (count, milliseconds) from a
- * perf_hooks observer, and answers each line `gc <seq>` on stdin by writing
- * `{"seq":<seq>,"count":..,"ms":..}` to BENCH_GC_METER_FILE. The bench reads
+ * main thread's garbage-collection pauses (milliseconds) from a perf_hooks
+ * observer, and answers each line `gc <seq>` on stdin by writing
+ * `{"seq":<seq>,"ms":..}` to BENCH_GC_METER_FILE. The bench reads
  * it around each measured run (bench/children.ts, Child.gcTotals). Without
  * BENCH_GC_METER_FILE it does nothing. The observer is called once per
  * collection; nothing here runs per request.
@@ -15,13 +15,9 @@ import { isMainThread } from "node:worker_threads";
 const file = process.env.BENCH_GC_METER_FILE;
 
 if (isMainThread && file) {
-  let count = 0;
   let ms = 0;
   new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) {
-      count++;
-      ms += entry.duration;
-    }
+    for (const entry of list.getEntries()) ms += entry.duration;
   }).observe({ entryTypes: ["gc"] });
   let pending = "";
   process.stdin.setEncoding("utf8");
@@ -30,7 +26,7 @@ if (isMainThread && file) {
     for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
       const m = /^gc (\d+)$/.exec(pending.slice(0, nl));
       pending = pending.slice(nl + 1);
-      if (m) writeFileSync(file, JSON.stringify({ seq: Number(m[1]), count, ms }));
+      if (m) writeFileSync(file, JSON.stringify({ seq: Number(m[1]), ms }));
     }
   });
 }

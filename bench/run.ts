@@ -584,22 +584,17 @@ async function measureH2load(
     const ok = result.requests - failed;
     const cpuMs = serverCpu0 !== undefined && serverCpu1 !== undefined ? serverCpu1 - serverCpu0 : undefined;
     const before = totals.get(row);
+    // A figure of the rounds: unknown from the first round that could not read it.
+    const addUp = (sofar: number | undefined, now: number | undefined) =>
+      (before !== undefined && sofar === undefined) || now === undefined ? undefined : (sofar ?? 0) + now;
     const t: Totals = {
       requests: (before?.requests ?? 0) + result.requests,
       ok: (before?.ok ?? 0) + ok,
       failed: (before?.failed ?? 0) + failed,
       elapsedMs: (before?.elapsedMs ?? 0) + result.elapsedMs,
-      cpuMs:
-        before !== undefined && before.cpuMs === undefined
-          ? undefined
-          : cpuMs === undefined
-            ? undefined
-            : (before?.cpuMs ?? 0) + cpuMs,
+      cpuMs: addUp(before?.cpuMs, cpuMs),
       meanTimesRequests: (before?.meanTimesRequests ?? 0) + result.meanMs * result.requests,
-      gcMs:
-        (before !== undefined && before.gcMs === undefined) || gc0 === undefined || gc1 === undefined
-          ? undefined
-          : (before?.gcMs ?? 0) + gc1.ms - gc0.ms,
+      gcMs: addUp(before?.gcMs, gc0 === undefined || gc1 === undefined ? undefined : gc1 - gc0),
     };
     totals.set(row, t);
     row.result = {
