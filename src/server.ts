@@ -33,7 +33,7 @@ import { type Clock, systemClock } from "./clock.js";
 import { type Config, loadConfig } from "./config.js";
 import { type Database, type Db, migrateDb, openDatabase } from "./db/client.js";
 import { type ChangeFeed, followChanges } from "./db/listen.js";
-import { listenForWebhooks, newAnnouncer, webhookNotifier } from "./events/listener.js";
+import { enqueueKicker, listenForWebhooks, newAnnouncer, webhookNotifier } from "./events/listener.js";
 import { WebhookWorker } from "./events/worker.js";
 import { createLogger, type Logger } from "./log.js";
 import { sharedSpeech } from "./media/speech/index.js";
@@ -195,14 +195,12 @@ export async function build(options: BuildOptions = {}): Promise<App> {
     config.role === "api"
       ? undefined
       : new WebhookWorker({ db: database, clock, config: config.webhooks, log });
-  // Other replicas' workers hear of committed enqueues over NOTIFY (src/events/listener.ts).
-  // Its id in the payload: this replica's listener (below) ignores its own announcements.
+  // Other replicas' workers hear of committed enqueues over NOTIFY when this one's cannot take
+  // them (src/events/listener.ts). Its id in the payload: this replica's listener (below) ignores
+  // its own announcements.
   const announcer = newAnnouncer();
   const notifyWebhooks = owned?.driver === "pglite" ? undefined : webhookNotifier(database, log, announcer);
-  const kickWebhooks = () => {
-    webhooks?.kick();
-    notifyWebhooks?.();
-  };
+  const kickWebhooks = enqueueKicker(webhooks, notifyWebhooks);
   // Recordings: shared by the API, the audio download route and the engine.
   const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks, blobs: blobs.store });
   // The call engine drives the calls created through this process's API.

@@ -1,9 +1,13 @@
 /**
  * On PostgreSQL, every replica running a webhook worker LISTENs on
- * WEBHOOKS_CHANNEL over a connection of its own, and every replica
- * announces its committed enqueues there (`webhookNotifier`, called where
- * the worker is kicked), so a worker in any replica is woken rather than
- * waiting for its next poll.
+ * WEBHOOKS_CHANNEL over a connection of its own, and a replica announces
+ * its committed enqueues there (`webhookNotifier`) when its own worker
+ * cannot take them now (`enqueueKicker`): it has none (ROLE=api), or it is
+ * stopping, or it has as many events in flight as it may hold. Then a
+ * worker in another replica is woken rather than waiting for its next poll.
+ * A worker with room is kicked, and its claim takes the events at once: a
+ * NOTIFY then would cost a transaction of its own, wake every listening
+ * replica and send their workers claiming after events already taken.
  *
  * The NOTIFY is a statement of its own after the commit, not part of the
  * enqueuing transaction: PostgreSQL serialises the commits of notifying
@@ -27,6 +31,7 @@ import { directClientOf } from "../db/direct.js";
 import { type ChannelListener, listenOnChannel } from "../db/listen.js";
 import type { Logger } from "../log.js";
 import { WEBHOOKS_CHANNEL } from "./outbox.js";
+import type { WebhookWorker } from "./worker.js";
 
 export type WebhookListener = ChannelListener;
 
@@ -96,5 +101,22 @@ export function webhookNotifier(db: Db, log: Logger, announcer = ""): (() => voi
   return () => {
     if (sending) again = true;
     else send();
+  };
+}
+
+/**
+ * What a replica calls once an enqueue committed: kicks its own `worker`,
+ * and announces the enqueue to the other replicas (`notify`, from
+ * webhookNotifier) only when there is no worker here or it has no room (see
+ * the top of this file). Without a notifier (the embedded database) only
+ * the worker is kicked.
+ */
+export function enqueueKicker(
+  worker: Pick<WebhookWorker, "kick" | "hasRoom"> | undefined,
+  notify: (() => void) | undefined,
+): () => void {
+  return () => {
+    worker?.kick();
+    if (notify !== undefined && (worker === undefined || !worker.hasRoom())) notify();
   };
 }

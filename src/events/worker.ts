@@ -17,7 +17,8 @@
  *   25 batches' worth of events in flight): a batch at first, and after a
  *   full one, one claim of as many as there is room for; at once while
  *   claims come back full, after `kick()` (an enqueue committed: in this
- *   process, or in another replica through LISTEN/NOTIFY, server.ts), after a
+ *   process, or in another replica whose own worker could not take it,
+ *   through LISTEN/NOTIFY: listener.ts, server.ts), after a
  *   recording when the loop was out of room, and otherwise every
  *   `pollIntervalMs`. A recording needs no claim for what it made due: it
  *   hands over each key's next event itself (an event enqueued after it is
@@ -210,6 +211,15 @@ export class WebhookWorker {
     if (this.running) return;
     this.running = true;
     this.loop = this.poll();
+  }
+
+  /**
+   * Whether a kick now leads to a claim for as much as a batch: the loop
+   * runs and has room. A replica's enqueues need wake no other replica's
+   * worker while its own has (listener.ts, `enqueueKicker`).
+   */
+  hasRoom(): boolean {
+    return this.running && this.inFlight < BATCHES_IN_FLIGHT * this.options.config.batchSize;
   }
 
   /** Delivers due events now rather than at the next poll (after an enqueue committed). */

@@ -4,14 +4,21 @@
  * event enqueued elsewhere, because the enqueuer's notifier announces it
  * and the worker's listener kicks it; the replica's own announcements
  * (its id is their payload) wake nobody. On PGlite there is no second
- * connection: neither a listener nor a notifier is made.
+ * connection: neither a listener nor a notifier is made. A replica
+ * announces an enqueue only when its own worker cannot take it now
+ * (enqueueKicker): none, not running, or out of room.
  */
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.js";
 import { listenOnChannel } from "../../src/db/listen.js";
 import { webhookEvents } from "../../src/db/schema/index.js";
-import { listenForWebhooks, newAnnouncer, webhookNotifier } from "../../src/events/listener.js";
+import {
+  enqueueKicker,
+  listenForWebhooks,
+  newAnnouncer,
+  webhookNotifier,
+} from "../../src/events/listener.js";
 import { enqueueWebhook, WEBHOOKS_CHANNEL } from "../../src/events/outbox.js";
 import { WebhookWorker } from "../../src/events/worker.js";
 import { createLogger } from "../../src/log.js";
@@ -129,6 +136,85 @@ describe.each(testDatabases())("webhook wake-ups on $name", (backend) => {
         await raw!.close();
       }
     });
+
+  it("kicks its own worker, and announces an enqueue only while that worker cannot take it", async () => {
+    const db = database.db;
+    const projectId = (await newProject(db)).split("/")[1]!;
+    // A batch of 1: the worker may hold 25 events in flight. An hour between polls: only kicks claim.
+    const worker = new WebhookWorker({
+      db,
+      clock: systemClock,
+      config: testConfig({
+        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+        WEBHOOKS_POLL_INTERVAL_MS: "3600000",
+        WEBHOOKS_BATCH_SIZE: "1",
+      }).webhooks,
+      log,
+    });
+    let announced = 0;
+    const kick = enqueueKicker(worker, () => announced++);
+    // Answers held until released: the worker's rounds stay in flight.
+    const held: (() => void)[] = [];
+    receiver.handle((_req, res) => held.push(() => res.end("ok")));
+    const enqueue = () =>
+      enqueueWebhook(db, {
+        projectId,
+        eventType: "CALL_STATE_UPDATE",
+        uris: [`${receiver.base}/held`],
+        body: "{}",
+        now: new Date(),
+      });
+    const until = async (what: () => boolean) => {
+      const t0 = Date.now();
+      while (!what()) {
+        if (Date.now() - t0 > 10_000) throw new Error("timed out");
+        await sleep(10);
+      }
+    };
+    try {
+      // Not started: nothing here takes the event, so the other replicas are told.
+      await enqueue();
+      kick();
+      expect(announced).toBe(1);
+      worker.start();
+      await until(() => held.length === 1);
+      expect(worker.hasRoom()).toBe(true);
+      // With room, the kick alone takes the next one: nobody else is told.
+      await enqueue();
+      kick();
+      await until(() => held.length === 2);
+      expect(announced).toBe(1);
+      // Out of room (25 in flight): an enqueue is announced.
+      for (let i = 0; i < 23; i++) await enqueue();
+      kick();
+      await until(() => held.length === 25);
+      expect(worker.hasRoom()).toBe(false);
+      await enqueue();
+      kick();
+      expect(announced).toBe(2);
+      // The rounds recorded, there is room again: the 26th goes out on a kick of its own.
+      for (const release of held.splice(0)) release();
+      await until(() => worker.hasRoom());
+      kick();
+      expect(announced).toBe(2);
+      await until(() => held.length === 1);
+      // Stopping: the others are told again.
+      held.pop()!();
+      await worker.stop();
+      expect(worker.hasRoom()).toBe(false);
+      kick();
+      expect(announced).toBe(3);
+    } finally {
+      for (const release of held.splice(0)) release();
+      await worker.stop();
+      receiver.handle((_req, res) => res.end("ok"));
+    }
+    // No worker here (ROLE=api): every enqueue is announced; no notifier (the embedded database): none.
+    let told = 0;
+    enqueueKicker(undefined, () => told++)();
+    expect(told).toBe(1);
+    expect(() => enqueueKicker(undefined, undefined)()).not.toThrow();
+  });
 
   if (backend.name === "pglite")
     it("makes neither a listener nor a notifier on the embedded database", () => {
