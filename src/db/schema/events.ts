@@ -69,6 +69,13 @@ export const webhookEvents = pgTable(
     index("webhook_events_ordering_idx")
       .on(t.projectId, t.orderingKey, t.seq)
       .where(sql`${t.state} = 'PENDING' and ${t.orderingKey} is not null`),
+    /**
+     * Abandoned events, for the queue-depth gauge (src/observability/queue-depth.ts),
+     * which counts PENDING ones through the two indexes above: a scrape reads the
+     * unfinished and the abandoned events, never the delivered ones. Delivered events
+     * never enter it, so the workers' writes do not touch it.
+     */
+    index("webhook_events_failed_idx").on(t.projectId).where(sql`${t.state} = 'FAILED'`),
     index("webhook_events_project_create_time_idx").on(t.projectId, t.createTime.desc(), t.id.desc()),
     index("webhook_events_project_call_idx")
       .on(t.projectId, t.callId, t.createTime.desc())

@@ -1,0 +1,2 @@
+-- The queue-depth gauge counts abandoned (FAILED) events on every scrape: a partial index of them, so that a scrape no longer reads the whole table, delivered events included (src/observability/queue-depth.ts). Delivered events never enter it. (calls.sip_call_id, which drizzle-kit also wrote here for want of a snapshot of 0013, is 0013's.)
+CREATE INDEX "webhook_events_failed_idx" ON "webhook_events" USING btree ("project_id") WHERE "webhook_events"."state" = 'FAILED';

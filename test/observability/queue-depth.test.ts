@@ -1,0 +1,85 @@
+/**
+ * The webhook queue-depth gauge's counts (src/observability/queue-depth.ts):
+ * PENDING events, leased or not, and FAILED ones; DELIVERED events are
+ * neither counted nor read. Each count can be answered from a partial index
+ * (migration 0014 for FAILED): with sequential scans priced out, no part of
+ * it plans one, so a scrape costs what the unfinished events cost, not the
+ * whole table.
+ */
+import { count, eq, inArray, sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { webhookEvents } from "../../src/db/schema/index.js";
+import { enqueueWebhook } from "../../src/events/outbox.js";
+import { WebhookEventsRepository } from "../../src/events/repository.js";
+import { QUEUE_DEPTH_PARTS, webhookQueueDepth } from "../../src/observability/queue-depth.js";
+import { newProject } from "../support/app.js";
+import { testDatabases, useTestDatabase } from "../support/db.js";
+
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) ?? [];
+}
+
+describe.each(testDatabases())("webhook queue depth on $name", (backend) => {
+  const database = useTestDatabase(backend);
+
+  it("counts pending events, leased or not, and failed ones, and not delivered ones", async () => {
+    const db = database.db;
+    const projectId = (await newProject(db)).split("/")[1]!;
+    const before = (await webhookQueueDepth(db))!;
+    const now = new Date();
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      ids.push(
+        await enqueueWebhook(db, {
+          projectId,
+          eventType: "RECORDING_READY",
+          uris: ["https://example.com/hook"],
+          body: "{}",
+          now,
+        }),
+      );
+    }
+    // Two delivered, one failed, two leased to a worker, one waiting.
+    await db
+      .update(webhookEvents)
+      .set({ state: "DELIVERED", nextAttemptTime: null, completeTime: now })
+      .where(inArray(webhookEvents.id, ids.slice(0, 2)));
+    await db
+      .update(webhookEvents)
+      .set({ state: "FAILED", nextAttemptTime: null, completeTime: now })
+      .where(eq(webhookEvents.id, ids[2]!));
+    await db
+      .update(webhookEvents)
+      .set({ leaseOwner: "worker-test", leaseExpireTime: new Date(now.getTime() + 60_000) })
+      .where(inArray(webhookEvents.id, ids.slice(3, 5)));
+    const after = (await webhookQueueDepth(db))!;
+    expect(after.PENDING! - before.PENDING!).toBe(3);
+    expect(after.FAILED! - before.FAILED!).toBe(1);
+    expect(Object.keys(after).sort()).toEqual(["FAILED", "PENDING"]);
+    // A claim moves events between the two pending parts: the total stays.
+    const repo = new WebhookEventsRepository(db);
+    const claimed = await repo.claim(
+      "worker-2",
+      new Date(now.getTime() + 1),
+      new Date(now.getTime() + 60_000),
+      100,
+    );
+    expect(claimed.map((c) => c.event.id)).toContain(ids[5]);
+    expect((await webhookQueueDepth(db))!.PENDING).toBe(after.PENDING);
+  });
+
+  it("plans every count on an index, never a scan of the table", async () => {
+    const db = database.db;
+    for (const [part, where] of Object.entries(QUEUE_DEPTH_PARTS)) {
+      const plan = await db.transaction(async (tx) => {
+        await tx.execute(sql`set local enable_seqscan = off`);
+        const query = tx.select({ n: count() }).from(webhookEvents).where(where);
+        return rowsOf(await tx.execute(sql`explain ${query}`))
+          .map((r) => String(Object.values(r)[0]))
+          .join("\n");
+      });
+      expect(plan, part).not.toMatch(/Seq Scan/);
+      expect(plan, part).toMatch(/webhook_events_(due|leased|failed)_idx/);
+    }
+  });
+});
