@@ -6,12 +6,12 @@
  * it plans one, so a scrape costs what the unfinished events cost, not the
  * whole table.
  */
-import { count, eq, inArray, sql } from "drizzle-orm";
+import { eq, inArray, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema/index.js";
 import { enqueueWebhook } from "../../src/events/outbox.js";
 import { WebhookEventsRepository } from "../../src/events/repository.js";
-import { QUEUE_DEPTH_PARTS, webhookQueueDepth } from "../../src/observability/queue-depth.js";
+import { queueDepthQuery, webhookQueueDepth } from "../../src/observability/queue-depth.js";
 import { newProject } from "../support/app.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 
@@ -68,18 +68,24 @@ describe.each(testDatabases())("webhook queue depth on $name", (backend) => {
     expect((await webhookQueueDepth(db))!.PENDING).toBe(after.PENDING);
   });
 
-  it("plans every count on an index, never a scan of the table", async () => {
+  it("plans every count on an index, never a scan of the table, whatever the plan cache does", async () => {
     const db = database.db;
-    for (const [part, where] of Object.entries(QUEUE_DEPTH_PARTS)) {
-      const plan = await db.transaction(async (tx) => {
-        await tx.execute(sql`set local enable_seqscan = off`);
-        const query = tx.select({ n: count() }).from(webhookEvents).where(where);
-        return rowsOf(await tx.execute(sql`explain ${query}`))
-          .map((r) => String(Object.values(r)[0]))
-          .join("\n");
-      });
-      expect(plan, part).not.toMatch(/Seq Scan/);
-      expect(plan, part).toMatch(/webhook_events_(due|leased|failed)_idx/);
+    const query = queueDepthQuery(db);
+    // No parameter: a generic plan is the custom one (a partial index's predicate stays provable).
+    expect(query.toSQL().params).toEqual([]);
+    const plan = await db.transaction(async (tx) => {
+      await tx.execute(sql`set local enable_seqscan = off`);
+      return rowsOf(await tx.execute(sql`explain ${queueDepthQuery(tx)}`))
+        .map((r) => String(Object.values(r)[0]))
+        .join("\n");
+    });
+    expect(plan).not.toMatch(/Seq Scan/);
+    for (const index of [
+      "webhook_events_due_idx",
+      "webhook_events_leased_idx",
+      "webhook_events_failed_idx",
+    ]) {
+      expect(plan).toContain(index);
     }
   });
 });

@@ -71,7 +71,7 @@ export const webhookEvents = pgTable(
       .where(sql`${t.state} = 'PENDING' and ${t.orderingKey} is not null`),
     /**
      * Abandoned events, for the queue-depth gauge (src/observability/queue-depth.ts),
-     * which counts PENDING ones through the two indexes above: a scrape reads the
+     * which counts PENDING ones through webhook_events_due_idx and _leased_idx: a scrape reads the
      * unfinished and the abandoned events, never the delivered ones. Delivered events
      * never enter it, so the workers' writes do not touch it.
      */
