@@ -11,6 +11,7 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.js";
+import type { Db } from "../../src/db/client.js";
 import { listenOnChannel } from "../../src/db/listen.js";
 import { webhookEvents } from "../../src/db/schema/index.js";
 import {
@@ -29,6 +30,16 @@ import { type ReceivedRequest, type Receiver, startReceiver } from "../support/r
 const log = createLogger("silent");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A worker with an hour between polls: within a test, only a wake-up (a kick) makes it claim. */
+function idleWorker(db: Db, settings: Record<string, string> = {}): WebhookWorker {
+  const config = testConfig({
+    WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
+    WEBHOOKS_POLL_INTERVAL_MS: "3600000",
+    ...settings,
+  });
+  return new WebhookWorker({ db, clock: systemClock, config: config.webhooks, log });
+}
+
 describe.each(testDatabases())("webhook wake-ups on $name", (backend) => {
   const database = useTestDatabase(backend);
   let receiver: Receiver;
@@ -44,16 +55,7 @@ describe.each(testDatabases())("webhook wake-ups on $name", (backend) => {
     it("delivers an event enqueued elsewhere to a worker woken by NOTIFY, not by its poll", async () => {
       const db = database.db;
       const project = await newProject(db);
-      const worker = new WebhookWorker({
-        db,
-        clock: systemClock,
-        // An hour between polls: only a wake-up delivers within the test.
-        config: testConfig({
-          WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-          WEBHOOKS_POLL_INTERVAL_MS: "3600000",
-        }).webhooks,
-        log,
-      });
+      const worker = idleWorker(db);
       const listener = listenForWebhooks(db, () => worker.kick(), log);
       const notify = webhookNotifier(db, log);
       expect(listener).toBeDefined();
@@ -140,17 +142,8 @@ describe.each(testDatabases())("webhook wake-ups on $name", (backend) => {
   it("kicks its own worker, and announces an enqueue only while that worker cannot take it", async () => {
     const db = database.db;
     const projectId = (await newProject(db)).split("/")[1]!;
-    // A batch of 1: the worker may hold 25 events in flight. An hour between polls: only kicks claim.
-    const worker = new WebhookWorker({
-      db,
-      clock: systemClock,
-      config: testConfig({
-        WEBHOOKS_ALLOW_PRIVATE_DESTINATIONS: "true",
-        WEBHOOKS_POLL_INTERVAL_MS: "3600000",
-        WEBHOOKS_BATCH_SIZE: "1",
-      }).webhooks,
-      log,
-    });
+    // A batch of 1: the worker may hold 25 events in flight.
+    const worker = idleWorker(db, { WEBHOOKS_BATCH_SIZE: "1" });
     let announced = 0;
     const kick = enqueueKicker(worker, () => announced++);
     // Answers held until released: the worker's rounds stay in flight.
