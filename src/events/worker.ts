@@ -219,7 +219,12 @@ export class WebhookWorker {
    * worker while its own has (listener.ts, `enqueueKicker`).
    */
   hasRoom(): boolean {
-    return this.running && this.inFlight < BATCHES_IN_FLIGHT * this.options.config.batchSize;
+    return this.running && this.room() > 0;
+  }
+
+  /** How many more events the loop may claim now. */
+  private room(): number {
+    return BATCHES_IN_FLIGHT * this.options.config.batchSize - this.inFlight;
   }
 
   /** Delivers due events now rather than at the next poll (after an enqueue committed). */
@@ -241,14 +246,13 @@ export class WebhookWorker {
 
   private async poll(): Promise<void> {
     const { config, log } = this.options;
-    const room = () => BATCHES_IN_FLIGHT * config.batchSize - this.inFlight;
     let full = false;
     while (this.running) {
       this.kicked = false;
       this.wake = undefined;
       // After a full claim there is likely more: one claim of as many as
       // there is room for (one statement, rather than a batch's worth each).
-      const limit = Math.min(room(), full ? BATCHES_IN_FLIGHT * config.batchSize : config.batchSize);
+      const limit = Math.min(this.room(), full ? BATCHES_IN_FLIGHT * config.batchSize : config.batchSize);
       full = false;
       try {
         await this.reclaim();
@@ -266,8 +270,8 @@ export class WebhookWorker {
       }
       if (!this.running) break;
       // Out of room: the next recording kicks the loop (and it claims again).
-      this.waitingForRoom = room() <= 0;
-      if (full && room() > 0) continue;
+      this.waitingForRoom = this.room() <= 0;
+      if (full && this.room() > 0) continue;
       if (this.kicked) {
         // Kicks come in bursts (every transition, every recording): one claim takes them all.
         await new Promise<void>((resolve) => setTimeout(resolve, KICK_COALESCE_MS));

@@ -9,15 +9,11 @@
 import { eq, inArray, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema/index.js";
-import { enqueueWebhook } from "../../src/events/outbox.js";
+import { enqueueWebhook, rowsOf } from "../../src/events/outbox.js";
 import { WebhookEventsRepository } from "../../src/events/repository.js";
 import { queueDepthQuery, webhookQueueDepth } from "../../src/observability/queue-depth.js";
 import { newProject } from "../support/app.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
-
-function rowsOf(result: unknown): Record<string, unknown>[] {
-  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) ?? [];
-}
 
 describe.each(testDatabases())("webhook queue depth on $name", (backend) => {
   const database = useTestDatabase(backend);
@@ -75,7 +71,7 @@ describe.each(testDatabases())("webhook queue depth on $name", (backend) => {
     expect(query.toSQL().params).toEqual([]);
     const plan = await db.transaction(async (tx) => {
       await tx.execute(sql`set local enable_seqscan = off`);
-      return rowsOf(await tx.execute(sql`explain ${queueDepthQuery(tx)}`))
+      return rowsOf<Record<string, unknown>>(await tx.execute(sql`explain ${queueDepthQuery(tx)}`))
         .map((r) => String(Object.values(r)[0]))
         .join("\n");
     });
