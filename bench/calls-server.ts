@@ -121,6 +121,8 @@ export interface ServerEngineResult {
   /** The server's main event-loop delay over the run (its /metrics), ms. */
   loopP99Ms: number;
   loopMaxMs: number;
+  /** Webhook rounds the servers' workers took over the run, by how (switchboard_webhook_events_taken_total). */
+  taken: Record<string, number>;
   /** The warm-up calls' webhook lag (the server's first seconds, from idle). */
   warmUp: { calls: number; lagP50Ms: number; lagP99Ms: number; lagMaxMs: number };
   error?: string;
@@ -376,7 +378,7 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
     const warmNames = new Set(receivers.terminal.keys());
 
     // A scrape resets the event-loop delay histogram: what the next one reads is the run's.
-    await Promise.all(bases.map(eventLoopDelay));
+    const scraped0 = await Promise.all(bases.map(eventLoopDelay));
     const cpu0 = cpuMs();
     const db0 = stats === undefined ? undefined : await backendCpu(stats);
     const own0 = process.cpuUsage();
@@ -401,6 +403,10 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       p99Ms: Math.max(...loops.map((l) => l.p99Ms)),
       maxMs: Math.max(...loops.map((l) => l.maxMs)),
     };
+    const taken: Record<string, number> = {};
+    for (const [i, l] of loops.entries())
+      for (const [how, n] of Object.entries(l.taken))
+        taken[how] = (taken[how] ?? 0) + n - (scraped0[i]!.taken[how] ?? 0);
     const timedOut = receivers.terminal.size < warmCreated + latencies.length || latencies.length < o.calls;
 
     await stopAll();
@@ -474,6 +480,7 @@ export async function benchEngineServer(o: ServerEngineOptions): Promise<ServerE
       serverRssMb: Number.isNaN(rss) ? undefined : rss / 1048576,
       loopP99Ms: loop.p99Ms,
       loopMaxMs: loop.maxMs,
+      taken,
       warmUp: {
         calls: warmCreated,
         lagP50Ms: percentile(warmLags, 50),
@@ -538,9 +545,12 @@ async function stateUpdateEvents(
 
 /**
  * The server's event-loop delay since the previous scrape (prom-client's
- * nodejs_eventloop_lag_p99/max_seconds; a scrape resets them), ms.
+ * nodejs_eventloop_lag_p99/max_seconds; a scrape resets them), ms, and the
+ * webhook rounds its worker took so far, by how.
  */
-async function eventLoopDelay(base: string): Promise<{ p99Ms: number; maxMs: number }> {
+async function eventLoopDelay(
+  base: string,
+): Promise<{ p99Ms: number; maxMs: number; taken: Record<string, number> }> {
   const res = await fetch(`${base}/metrics`, {
     headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
     signal: AbortSignal.timeout(10_000),
@@ -553,6 +563,11 @@ async function eventLoopDelay(base: string): Promise<{ p99Ms: number; maxMs: num
   return {
     p99Ms: value("nodejs_eventloop_lag_p99_seconds"),
     maxMs: value("nodejs_eventloop_lag_max_seconds"),
+    taken: Object.fromEntries(
+      [...text.matchAll(/^switchboard_webhook_events_taken_total\{how="([a-z_]+)"\} ([0-9.eE+-]+)$/gm)].map(
+        (m) => [m[1]!, Number(m[2])],
+      ),
+    ),
   };
 }
 

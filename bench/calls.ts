@@ -511,6 +511,13 @@ async function main(): Promise<void> {
     out.push(
       `  ${backend} warm-up (not in the figures above): ${w.calls} calls${RATE > 0 ? ` paced at ${RATE}/s` : ""} on the just-started server, webhook lag p50/p99/max ${fmt(w.lagP50Ms, 0)}/${fmt(w.lagP99Ms, 0)}/${fmt(w.lagMaxMs, 0)} ms`,
     );
+    const total = Object.values(r.taken).reduce((a, b) => a + b, 0);
+    if (total > 0)
+      out.push(
+        `  ${backend} webhook rounds taken by the workers: ${Object.entries(r.taken)
+          .map(([how, n]) => `${how} ${n} (${fmt((100 * n) / total, 0)}%)`)
+          .join(", ")}`,
+      );
   }
   out.push(
     "",

@@ -205,7 +205,15 @@ export async function build(options: BuildOptions = {}): Promise<App> {
   const recordings = createRecordings({ config, clock, log, db: database, kickWebhooks, blobs: blobs.store });
   // The call engine drives the calls created through this process's API.
   const engine = createCallEngine(
-    { config, clock, log, db: database, kickWebhooks, recordings },
+    {
+      config,
+      clock,
+      log,
+      db: database,
+      kickWebhooks,
+      recordings,
+      ...(webhooks === undefined ? {} : { webhookLeases: webhooks }),
+    },
     {
       rememberSigningKeys: true,
       // The embedded database is this process's alone: nobody else can change a key.

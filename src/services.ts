@@ -47,6 +47,7 @@ import { WebhookDeliveriesDomain, webhookDeliveriesService } from "./events/admi
 import { webhookInspectorService } from "./events/inspector-service.js";
 import { WebhookEventsRepository } from "./events/repository.js";
 import { cachedSigningKeys } from "./events/signing-keys.js";
+import type { WebhookWorker } from "./events/worker.js";
 import type { Logger } from "./log.js";
 import { sharedSpeech } from "./media/speech/index.js";
 import { MessagesDomain } from "./messaging/messages/domain.js";
@@ -99,6 +100,8 @@ export interface Deps {
   db: Db;
   /** Tells the webhook worker that events were queued (optional: its poll finds them anyway). */
   kickWebhooks?: () => void;
+  /** This process's webhook worker: the engine's state updates are enqueued leased to it (worker.ts, EnqueueLease). */
+  webhookLeases?: Pick<WebhookWorker, "leaseForEnqueue">;
   /**
    * The call engine created calls go to. Without one, an engine on the
    * carrier simulator with real timers (SIMULATOR_TIME_SCALE) is made.
@@ -173,6 +176,7 @@ export function createCallEngine(
     numbers: numberingDomains(deps.db, deps.clock, deps.config).instances,
     heartbeatSeconds: deps.config.engineHeartbeatSeconds,
     ...(kick === undefined ? {} : { kick }),
+    ...(deps.webhookLeases === undefined ? {} : { webhookLeases: deps.webhookLeases }),
   });
 }
 

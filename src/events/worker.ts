@@ -29,9 +29,20 @@
  *   nothing twice and returns the first one's hand-over, so a call's next
  *   state update goes out when the database is back, not when its lease
  *   expires.
- * - A claim that fails on the way may have committed: the loop's next turn
- *   takes back what it leased (found by its lease's expiry, which no other
- *   statement of the worker grants) and delivers it, rather than leave it
+ * - An enqueue may come leased to this worker (`leaseForEnqueue`: the call
+ *   engine's state updates, when the worker has room). Its statement leases
+ *   the event when every pending event of its key is this worker's too (or
+ *   there is none), and the worker delivers it from memory as the statement
+ *   commits: no claim, no lease write, no kick. Behind an event of its key
+ *   that is in flight here, it waits in memory and goes out once that one is
+ *   recorded done (DELIVERED or FAILED); when that one is not done (a retry
+ *   is due later, its lease was lost, its recording failed), the events
+ *   waiting behind it are set free, for claims and hand-overs to take in
+ *   their key's order.
+ * - A claim, or a leased enqueue, that fails on the way may have committed:
+ *   the loop's next turn takes back what it leased (found by its lease's
+ *   expiry, which no other statement of the worker grants) and delivers it
+ *   (or sets it free when it is not its key's head), rather than leave it
  *   until the lease expires.
  * - A worker that dies holding leases loses nothing: once the leases expire
  *   another worker claims those events again. A round whose lease expired
@@ -46,6 +57,7 @@ import type { Db } from "../db/client.js";
 import type { WebhookEventRow } from "../db/schema/index.js";
 import { isTransientDatabaseError, retryWhileTransient } from "../db/transient.js";
 import type { Logger } from "../log.js";
+import { webhookEventsTakenTotal } from "../observability/metrics.js";
 import { inSpan } from "../observability/tracing.js";
 import { observeRound } from "../observability/webhooks.js";
 import { type Attempt, attemptRow, deliverRound, MAX_ROUNDS, RETRY_DELAYS_SECONDS } from "./delivery.js";
@@ -60,8 +72,39 @@ export interface WebhookWorkerOptions {
   id?: string;
 }
 
+/**
+ * A lease granted before its event exists (`WebhookWorker.leaseForEnqueue`):
+ * the enqueuing statement writes the event already leased to this worker
+ * (`owner`, until `expiry`) when every pending event of its ordering key is
+ * leased to this worker too (or there is none), and the worker delivers it
+ * from memory: no claim, no lease write, no kick. Behind an event of its key
+ * (`behind`), it waits in memory until this worker is done with that one.
+ * Exactly one of `take`, `release` and `lost` settles it (later calls do
+ * nothing).
+ */
+export interface EnqueueLease {
+  readonly owner: string;
+  readonly expiry: Date;
+  /**
+   * The statement committed the event leased: deliver it now or, `behind`
+   * pending events of its key, after them. Call it before the key's next
+   * enqueue is sent.
+   */
+  take(claimed: ClaimedEvent, behind: boolean): void;
+  /** The statement committed the event without a lease, or wrote nothing: nothing is held. */
+  release(): void;
+  /** Whether the statement committed is unknown (its reply was lost): the loop takes back what it may have leased. */
+  lost(): void;
+}
+
+/** How a worker took an event to deliver (webhookEventsTakenTotal). */
+export type TakenHow = "claim" | "hand_over" | "enqueue" | "reclaim";
+
 /** Batches' worth of events a worker may have in flight at once (claimed, not yet recorded). */
 const BATCHES_IN_FLIGHT = 25;
+
+/** Keys remembered as recently done (WebhookWorker.recentlyDone), at most. */
+const RECENTLY_DONE = 10_000;
 
 /** A recording that failed is sent again after this long, doubling each time up to the max (ms). */
 const RECORD_RETRY_FIRST_MS = 50;
@@ -79,6 +122,20 @@ export class WebhookWorker {
   private kicked = false;
   /** The loop stopped claiming for want of room: a recording (which makes room) kicks it. */
   private waitingForRoom = false;
+  /** Rounds this worker took, by how (the metric's counts, for tests and benches). */
+  readonly taken: Record<TakenHow, number> = { claim: 0, hand_over: 0, enqueue: 0, reclaim: 0 };
+  /**
+   * The ordering keys (keyOf) with an event in flight here: that event's id,
+   * and the events enqueued leased behind it, in order, each delivered when
+   * the one before it is done with (takeEnqueued, afterRecord).
+   */
+  private readonly keys = new Map<string, { id: string; waiting: ClaimedEvent[] }>();
+  /**
+   * The keys whose last event here was recorded done (DELIVERED or FAILED)
+   * with nothing after it, most recent last: an enqueue whose statement
+   * read that event still pending finds it done (takeEnqueued).
+   */
+  private readonly recentlyDone = new Set<string>();
   /** Events claimed by the loop and not yet recorded. */
   private inFlight = 0;
   /** Rounds delivered and waiting to be recorded, with what to do once they are. */
@@ -99,6 +156,8 @@ export class WebhookWorker {
   /** Claims, delivers and records one batch of due events; resolves with how many it handled. */
   async runOnce(): Promise<number> {
     const claimed = await this.claim(this.options.config.batchSize);
+    this.taken.claim += claimed.length;
+    webhookEventsTakenTotal.inc({ how: "claim" }, claimed.length);
     const rounds = await Promise.all(claimed.map((c) => this.deliver(c)));
     await this.record(rounds);
     return claimed.length;
@@ -125,7 +184,7 @@ export class WebhookWorker {
       this.leaseFrom(now),
     );
     for (const ms of lost) this.lostLeases.delete(ms);
-    for (const c of claimed) this.start1(c);
+    for (const c of claimed) this.start1(c, "reclaim");
   }
 
   /**
@@ -196,7 +255,9 @@ export class WebhookWorker {
         maxMs: RECORD_RETRY_MAX_MS,
       },
     );
-    for (const c of next) this.start1(c);
+    for (const c of next) this.start1(c, "hand_over");
+    for (const { event, outcome } of rounds)
+      this.afterRecord(event, kept.has(event.id) && outcome.state !== "PENDING");
     for (const { event, round, attempts, outcome, now } of rounds) {
       if (!kept.has(event.id)) {
         log.warn({ eventId: event.id, worker: this.id }, "webhook lease lost before the round was recorded");
@@ -225,6 +286,104 @@ export class WebhookWorker {
   /** How many more events the loop may claim now. */
   private room(): number {
     return BATCHES_IN_FLIGHT * this.options.config.batchSize - this.inFlight;
+  }
+
+  /**
+   * A lease for an event about to be enqueued (see EnqueueLease), or
+   * undefined when the loop does not run or has no room: then the event is
+   * enqueued free, and a kick (or another replica) claims it. The lease
+   * holds a place among the events in flight until it is settled.
+   */
+  leaseForEnqueue(): EnqueueLease | undefined {
+    if (!this.running || this.room() <= 0) return undefined;
+    this.inFlight++;
+    const expiry = this.leaseFrom(this.options.clock.now());
+    let settled = false;
+    const settle = () => {
+      const first = !settled;
+      settled = true;
+      return first;
+    };
+    return {
+      owner: this.id,
+      expiry,
+      take: (claimed, behind) => {
+        if (settle()) this.takeEnqueued(claimed, behind);
+      },
+      release: () => {
+        if (settle()) this.freed(1);
+      },
+      lost: () => {
+        if (!settle()) return;
+        // Its event, if committed, is found by this lease's expiry (reclaim, at the loop's next turn).
+        this.lostLeases.add(expiry.getTime());
+        this.freed(1);
+        this.kick();
+      },
+    };
+  }
+
+  /** An event enqueued leased to this worker (EnqueueLease.take): delivered now, or after its key's event in flight. */
+  private takeEnqueued(claimed: ClaimedEvent, behind: boolean): void {
+    const key = keyOf(claimed.event);
+    const entry = key === undefined ? undefined : this.keys.get(key);
+    if (!behind || key === undefined) this.start1(claimed, "enqueue", true);
+    else if (entry !== undefined) entry.waiting.push(claimed);
+    // What it was behind was recorded done since its statement read it (and no lost
+    // statement's lease can be before it): it is its key's head.
+    else if (this.recentlyDone.has(key) && this.lostLeases.size === 0) this.start1(claimed, "enqueue", true);
+    // Otherwise a claim takes it, when it is its key's head.
+    else this.release([claimed]);
+  }
+
+  /**
+   * An event of this worker's is done with here (`done`: recorded
+   * DELIVERED or FAILED) or not (a retry is due later, the lease was lost,
+   * or nothing was recorded): the next event waiting behind it is
+   * delivered, or, when it was not done, every one waiting behind it is
+   * released, for the claims to take in the key's order.
+   */
+  private afterRecord(event: WebhookEventRow, done: boolean): void {
+    const key = keyOf(event);
+    const entry = key === undefined ? undefined : this.keys.get(key);
+    if (key === undefined || entry === undefined || entry.id !== event.id) return;
+    const next = done ? entry.waiting.shift() : undefined;
+    if (next !== undefined) {
+      this.start1(next, "enqueue", true);
+      return;
+    }
+    this.keys.delete(key);
+    this.recentlyDone.delete(key);
+    if (done) {
+      this.recentlyDone.add(key);
+      if (this.recentlyDone.size > RECENTLY_DONE) {
+        this.recentlyDone.delete(this.recentlyDone.values().next().value!);
+      }
+    }
+    if (entry.waiting.length > 0) this.release(entry.waiting);
+  }
+
+  /** Gives up this worker's leases of `events` (enqueued leased, not delivered): they are free for a claim. */
+  private release(events: readonly ClaimedEvent[]): void {
+    const ids = events.map((c) => c.event.id);
+    this.repo
+      .release(this.id, ids)
+      .catch((err: unknown) =>
+        this.options.log.warn({ err, events: ids }, "could not release webhook leases; they expire"),
+      )
+      .finally(() => {
+        this.freed(events.length);
+        this.kick();
+      });
+  }
+
+  /** `n` places among the events in flight are free again: a loop waiting for room claims. */
+  private freed(n: number): void {
+    this.inFlight -= n;
+    if (this.waitingForRoom) {
+      this.waitingForRoom = false;
+      this.kick();
+    }
   }
 
   /** Delivers due events now rather than at the next poll (after an enqueue committed). */
@@ -263,7 +422,7 @@ export class WebhookWorker {
         try {
           const claimed = await this.claim(limit);
           full = claimed.length >= limit;
-          for (const c of claimed) this.start1(c);
+          for (const c of claimed) this.start1(c, "claim");
         } catch (err) {
           if (this.running) log.error({ err }, "webhook worker round failed");
         }
@@ -289,15 +448,27 @@ export class WebhookWorker {
     }
   }
 
-  /** Delivers a claimed event and queues its round for recording. */
-  private start1(claimed: ClaimedEvent): void {
-    this.inFlight++;
+  /**
+   * Delivers a claimed event and queues its round for recording; `how` it
+   * was taken is counted, and `counted`: its place is held already.
+   */
+  private start1(claimed: ClaimedEvent, how: TakenHow, counted = false): void {
+    if (!counted) this.inFlight++;
+    this.taken[how]++;
+    webhookEventsTakenTotal.inc({ how });
+    const key = keyOf(claimed.event);
+    if (key !== undefined) {
+      const entry = this.keys.get(key);
+      if (entry === undefined) this.keys.set(key, { id: claimed.event.id, waiting: [] });
+      else entry.id = claimed.event.id;
+    }
     const round: Promise<void> = this.deliver(claimed).then(
       (finished) => this.queueRecord(finished),
       (err: unknown) => {
         // Not delivered (nothing recorded): the lease expires and the event is claimed again.
         this.options.log.error({ err, eventId: claimed.event.id }, "webhook delivery failed");
-        this.inFlight--;
+        this.afterRecord(claimed.event, false);
+        this.freed(1);
       },
     );
     this.rounds.add(round);
@@ -323,14 +494,11 @@ export class WebhookWorker {
         } catch (err) {
           // Unrecorded rounds are delivered again once their leases expire.
           this.options.log.error({ err, events: batch.length }, "could not record webhook rounds");
+          for (const { event } of batch) this.afterRecord(event, false);
         }
-        this.inFlight -= batch.length;
         // Room for more, when the loop was waiting for it. What the
         // recording made due (a key's next event) it handed over itself.
-        if (this.waitingForRoom) {
-          this.waitingForRoom = false;
-          this.kick();
-        }
+        this.freed(batch.length);
       }
     } finally {
       this.recording = undefined;
@@ -344,6 +512,11 @@ interface Finished {
   attempts: Attempt[];
   outcome: RoundOutcome;
   now: Date;
+}
+
+/** An event's ordering key with its project (keys are per project); undefined without one. */
+function keyOf(event: WebhookEventRow): string | undefined {
+  return event.orderingKey === null ? undefined : `${event.projectId}\u0000${event.orderingKey}`;
 }
 
 /** The event's state after round `round` (1-based). */

@@ -61,6 +61,13 @@ export const webhookDeliveriesTotal = new Counter({
   registers: [registry],
 });
 
+export const webhookEventsTakenTotal = new Counter({
+  name: "switchboard_webhook_events_taken_total",
+  help: "Webhook rounds a worker took to deliver, by how: claim, hand_over (a recording passed on its key's next event), enqueue (enqueued leased to the worker) or reclaim (a claim whose reply was lost).",
+  labelNames: ["how"] as const,
+  registers: [registry],
+});
+
 export const webhookDeliveryLag = new Histogram({
   name: "switchboard_webhook_delivery_lag_seconds",
   help: "From when a webhook round was due to when a destination answered 2xx.",

@@ -62,6 +62,7 @@ describe.each(testDatabases())("outgoing calls on $name", (backend) => {
       "/digits": xml("<Redirect>/next</Redirect>"),
       "/next": xml("<Say>Goodbye now</Say>"),
     });
+    const taken0 = { ...harness.app.webhooks!.taken };
     const created = await createCall(project, from, to);
     expect(created.state).toBe(Call_State.QUEUED);
     expect(created.direction).toBe(Call_Direction.OUTGOING);
@@ -104,6 +105,12 @@ describe.each(testDatabases())("outgoing calls on $name", (backend) => {
     ]);
     expect(updates.every((u) => u.name === created.name)).toBe(true);
     expect(updates[4]!.price?.currencyCode).toBe("AUD");
+    // The worker took each state update once. On PostgreSQL every one came to it leased by its
+    // enqueue (CreateCall's insert, then each transition's), delivered from memory: no claim.
+    const taken = harness.app.webhooks!.taken;
+    const delta = (how: keyof typeof taken) => taken[how] - taken0[how];
+    expect(delta("claim") + delta("hand_over") + delta("enqueue") + delta("reclaim")).toBe(5);
+    if (backend.name === "postgres") expect(delta("enqueue")).toBe(5);
   });
 
   it.each([

@@ -90,6 +90,19 @@ const INSERT_CALL_WITH_UPDATE = `with c as (${INSERT_CALL} returning id)
     $10::timestamptz, c.id
   from c`;
 
+/**
+ * INSERT_CALL_WITH_UPDATE with the state update leased to the engine's
+ * webhook worker ($15, until $16): a new call's first update is its key's
+ * head. Returns its seq.
+ */
+const INSERT_CALL_WITH_LEASED_UPDATE = `with c as (${INSERT_CALL} returning id)
+  insert into webhook_events (id, project_id, event_type, ordering_key, uris, body, state, attempt_count,
+    next_attempt_time, create_time, call_id, lease_owner, lease_expire_time)
+  select $12, $2, 'CALL_STATE_UPDATE', $13, array[$7::text], $14, 'PENDING', 0, $10::timestamptz,
+    $10::timestamptz, c.id, $15, $16::timestamptz
+  from c
+  returning seq::float8 as seq`;
+
 export const RESOURCE_TYPE = "voice.api.enfonica.com/Call";
 export const COLLECTION = "calls";
 export const DEFAULT_TIMEOUT_SECONDS = 30;
@@ -291,10 +304,33 @@ export function callViolations(input: CallInput): FieldViolation[] {
 export interface CallStarter {
   /** The engine's id, registered: stamped on a call by its insert (liveness.ts). */
   registeredId(): Promise<string>;
-  /** Starts driving a call whose create committed. */
-  start(call: CallRow, plan?: CallPlan): void;
+  /**
+   * Starts driving a call whose create committed; `queued`: its QUEUED state
+   * update was enqueued leased to the worker, with the seq the insert gave it.
+   */
+  start(call: CallRow, plan?: CallPlan, queued?: { lease: QueuedLease; seq: number }): void;
+  /**
+   * A lease for a new call's QUEUED state update (the engine's worker
+   * delivers it from memory, worker.ts EnqueueLease), with the body and id
+   * it is enqueued with; undefined: enqueue it free.
+   */
+  leaseQueued?(call: CallRow): Promise<QueuedLease | undefined>;
   /** A call whose create failed after it may have committed: never started, ended soon if it exists. */
   inDoubt(callId: string): void;
+}
+
+/** A new call's QUEUED state update, to be enqueued leased (CallStarter.leaseQueued). */
+export interface QueuedLease {
+  readonly id: string;
+  readonly body: string;
+  readonly owner: string;
+  readonly expiry: Date;
+  /** The create committed with the update's `seq`: the worker delivers it (the engine, as it starts the call). */
+  take(seq: number): void;
+  /** The create was refused by the database (rolled back): nothing is held. */
+  release(): void;
+  /** The create failed: whether it committed is unknown (the worker takes back what it may have leased). */
+  lost(): void;
 }
 
 /** How the engine connects an incoming call: call control (default) or a bridge to a PSTN number. */
@@ -390,29 +426,60 @@ export class CallsDomain {
         now.toISOString(),
         inserted.engineId,
       ];
-      const text = inserted.stateUpdateUri === "" ? INSERT_CALL : INSERT_CALL_WITH_UPDATE;
-      if (text === INSERT_CALL_WITH_UPDATE) {
+      const queued = inserted.stateUpdateUri === "" ? undefined : await this.engine.leaseQueued?.(inserted);
+      const text =
+        inserted.stateUpdateUri === ""
+          ? INSERT_CALL
+          : queued === undefined
+            ? INSERT_CALL_WITH_UPDATE
+            : INSERT_CALL_WITH_LEASED_UPDATE;
+      if (queued !== undefined) {
+        params.push(queued.id, callName(inserted), queued.body, queued.owner, queued.expiry.toISOString());
+      } else if (text === INSERT_CALL_WITH_UPDATE) {
         params.push(newResourceId(), callName(inserted), callJson(inserted));
       }
+      let seq: number | undefined;
       // Outcomes of the transaction's statements, settled (read after COMMIT).
       const outcomes: Promise<unknown>[] = [];
-      await client.begin((sql) => {
-        // postgres.js sends a query once asked to (`execute`): the insert first.
-        outcomes.push(
-          settled(
-            timedStatement(text, () => sql.unsafe(text, params as never[], { prepare: true }).execute()),
-          ),
-        );
-        // Last: the project's admissions wait for each other from here to the commit only.
-        if (limit > 0) outcomes.push(settled(admitCallDirect(sql, projectId, limit)));
-        // Nothing awaited: postgres.js sends COMMIT right behind these, in the
-        // same pipeline (no round trip while the admission lock is held). A
-        // statement that fails aborts the transaction, and COMMIT rolls it back.
-      });
+      await client
+        .begin((sql) => {
+          // postgres.js sends a query once asked to (`execute`): the insert first.
+          outcomes.push(
+            settled(
+              timedStatement(text, () =>
+                sql
+                  .unsafe(text, params as never[], { prepare: true })
+                  .execute()
+                  .then((rows) => {
+                    seq = (rows[0] as { seq?: number } | undefined)?.seq;
+                  }),
+              ),
+            ),
+          );
+          // Last: the project's admissions wait for each other from here to the commit only.
+          if (limit > 0) outcomes.push(settled(admitCallDirect(sql, projectId, limit)));
+          // Nothing awaited: postgres.js sends COMMIT right behind these, in the
+          // same pipeline (no round trip while the admission lock is held). A
+          // statement that fails aborts the transaction, and COMMIT rolls it back.
+        })
+        .catch((err: unknown) => {
+          queued?.lost();
+          throw err;
+        });
       for (const outcome of await Promise.all(outcomes)) {
-        if (outcome !== undefined) throw outcome;
+        if (outcome !== undefined) {
+          // An error the database sent: the transaction was rolled back.
+          if (fromDatabase(outcome)) queued?.release();
+          else queued?.lost();
+          throw outcome;
+        }
       }
-      this.engine.start(inserted);
+      if (queued !== undefined && seq === undefined) queued.lost();
+      this.engine.start(
+        inserted,
+        undefined,
+        queued === undefined || seq === undefined ? undefined : { lease: queued, seq },
+      );
       return inserted;
     }
     const row = await this.db.transaction(async (tx) => {
@@ -474,6 +541,12 @@ export class CallsDomain {
 }
 
 /** `p`'s rejection as its value (undefined when it resolved): read later, never unhandled. */
+/** An error the database sent (a SQLSTATE and a severity), not the connection's. */
+function fromDatabase(err: unknown): boolean {
+  const e = err as { severity?: unknown; code?: unknown } | null;
+  return typeof e?.severity === "string" && typeof e.code === "string";
+}
+
 function settled(p: Promise<unknown>): Promise<unknown> {
   return p.then(
     () => undefined,

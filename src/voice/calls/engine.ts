@@ -26,8 +26,11 @@
  * Every transition is one statement (one transaction, one round trip): the
  * row is updated (only while the call is not terminal) and, for a state
  * change, a CALL_STATE_UPDATE webhook (body: the Call as proto3 JSON) is
- * enqueued to state_update_uri, ordering key = the call's name; then the
- * webhook worker is kicked.
+ * enqueued to state_update_uri, ordering key = the call's name: leased to
+ * this process's webhook worker when it has room, which delivers it from
+ * memory (writes.ts; src/events/worker.ts, EnqueueLease), otherwise free,
+ * and the worker is kicked. A new call's QUEUED update likewise
+ * (`leaseQueued`, CallsDomain's insert).
  * Errors never escape to the process: anything unexpected ends the call
  * FAILED INTERNAL_ERROR (logged); `stop()` ends every live call FAILED
  * SERVICE_SHUTDOWN and waits for recordings being processed. The remote
@@ -43,9 +46,11 @@ import { and, inArray } from "drizzle-orm";
 import { newResourceId } from "../../api/ids.js";
 import type { Db } from "../../db/client.js";
 import { type CallRow, type CallStateValue, calls } from "../../db/schema/index.js";
-import { retryWhileTransient } from "../../db/transient.js";
+import { isTransientDatabaseError, retryWhileTransient } from "../../db/transient.js";
 import type { DeliveryOptions } from "../../events/delivery.js";
 import { enqueueWebhook, type WebhookToEnqueue } from "../../events/outbox.js";
+import type { ClaimedEvent } from "../../events/repository.js";
+import type { EnqueueLease, WebhookWorker } from "../../events/worker.js";
 import type { Logger } from "../../log.js";
 import type { NumberDirectory } from "../../messaging/messages/incoming.js";
 import { observeCallStarted } from "../../observability/calls.js";
@@ -59,12 +64,12 @@ import { ActiveCall, type CallRole, type Patch } from "./active-call.js";
 import { CallRecorder } from "./call-recording.js";
 import { ControlErrorCode, runHandlers } from "./control.js";
 import { callerOf, type DialRequest, type DialTarget, dial, forwardRequest, type Presented } from "./dial.js";
-import { type CallPlan, callName } from "./domain.js";
+import { type CallPlan, callName, type QueuedLease } from "./domain.js";
 import { ENGINE_LOST, ENGINE_LOST_MESSAGE, EngineLiveness } from "./liveness.js";
 import { PlayAudio } from "./play-audio.js";
 import { callJson } from "./proto.js";
 import type { CallRates } from "./rates.js";
-import { signingKeyOf, writeTransition } from "./writes.js";
+import { type Enqueued, signingKeyOf, writeTransition } from "./writes.js";
 
 export const TERMINAL_STATES: readonly CallStateValue[] = [
   "COMPLETED",
@@ -94,6 +99,12 @@ export interface CallEngineOptions {
   numbers?: NumberDirectory;
   /** Tells the webhook worker that events were enqueued. */
   kick?: () => void;
+  /**
+   * This process's webhook worker, which takes a call's state updates
+   * enqueued leased to it and delivers them from memory (worker.ts,
+   * EnqueueLease); without one, they are enqueued free and `kick`ed.
+   */
+  webhookLeases?: Pick<WebhookWorker, "leaseForEnqueue">;
   /** Liveness heartbeat interval (ENGINE_HEARTBEAT_SECONDS); default 10. */
   heartbeatSeconds?: number;
   /**
@@ -152,8 +163,50 @@ export class CallEngine {
     this.liveness.inDoubt(callId);
   }
 
-  /** Starts driving a created call (QUEUED outgoing, RINGING incoming); never throws. */
-  start(row: CallRow, plan: CallPlan = { kind: "control" }): void {
+  /**
+   * A lease for a new call's QUEUED state update (CallStarter.leaseQueued),
+   * when this process's worker has room and the project's signing key is at
+   * hand; undefined: the create enqueues it free.
+   */
+  async leaseQueued(row: CallRow): Promise<QueuedLease | undefined> {
+    const lease = this.stopped ? undefined : this.options.webhookLeases?.leaseForEnqueue();
+    if (lease === undefined) return undefined;
+    const signingKey = await this.leaseKey(row);
+    if (signingKey === undefined) {
+      lease.release();
+      return undefined;
+    }
+    const event = {
+      id: newResourceId(),
+      projectId: row.projectId,
+      eventType: "CALL_STATE_UPDATE" as const,
+      uris: [row.stateUpdateUri],
+      body: callJson(row),
+      orderingKey: callName(row),
+      now: row.createTime,
+    };
+    return {
+      id: event.id,
+      body: event.body,
+      owner: lease.owner,
+      expiry: lease.expiry,
+      release: () => lease.release(),
+      lost: () => lease.lost(),
+      take: (seq: number) => lease.take(leasedEvent(event, row, seq, lease, signingKey), false),
+    };
+  }
+
+  /**
+   * Starts driving a created call (QUEUED outgoing, RINGING incoming); never
+   * throws. `queued`: its QUEUED state update was enqueued leased to the
+   * worker (leaseQueued), which takes it now.
+   */
+  start(
+    row: CallRow,
+    plan: CallPlan = { kind: "control" },
+    queued?: { lease: QueuedLease; seq: number },
+  ): void {
+    queued?.lease.take(queued.seq);
     if (this.stopped) {
       this.options.log.warn(
         { call: callName(row) },
@@ -161,8 +214,8 @@ export class CallEngine {
       );
       return;
     }
-    // The create transaction may have enqueued the QUEUED state update.
-    this.options.kick?.();
+    // The create transaction may have enqueued the QUEUED state update free.
+    if (queued === undefined) this.options.kick?.();
     const role: CallRole =
       row.direction === "OUTGOING" ? "outgoing" : plan.kind === "bridge" ? "trunk" : "incoming";
     const call = this.adopt(row, role);
@@ -409,19 +462,89 @@ export class CallEngine {
           now: this.options.scheduler.now(),
         }
       : undefined;
+    // Leased to this process's worker when it has room: delivered from memory once committed.
+    let lease = event === undefined ? undefined : this.options.webhookLeases?.leaseForEnqueue();
+    // Read first: the lease is taken as the write resolves, before the call's next write is sent.
+    const signingKey = lease === undefined ? undefined : await this.leaseKey(row);
+    if (signingKey === undefined) {
+      lease?.release();
+      lease = undefined;
+    }
     let repeated = false;
-    const enqueued = await retryWhileTransient(
-      (n) => {
-        repeated = n > 0;
-        return writeTransition(this.options.db, row, patch, event);
-      },
-      {
-        keepGoing: () => !this.stopped,
-        onRetry: (err, retryInMs) =>
-          this.options.log.warn({ err, call: callName(row), retryInMs }, "call write failed; retrying"),
-      },
-    );
+    let outcome: Enqueued;
+    try {
+      outcome = await retryWhileTransient(
+        (n) => {
+          repeated = n > 0;
+          // A repeat goes free: the try whose reply was lost may have leased the event (reclaim finds it).
+          if (n > 0) lease?.lost();
+          return writeTransition(
+            this.options.db,
+            row,
+            patch,
+            event,
+            n > 0 || lease === undefined ? undefined : { owner: lease.owner, expiry: lease.expiry },
+          );
+        },
+        {
+          keepGoing: () => !this.stopped,
+          onRetry: (err, retryInMs) =>
+            this.options.log.warn({ err, call: callName(row), retryInMs }, "call write failed; retrying"),
+        },
+      );
+    } catch (err) {
+      // Refused by the database (nothing committed), or transient when the engine stops (unknown).
+      if (isTransientDatabaseError(err)) lease?.lost();
+      else lease?.release();
+      throw err;
+    }
+    if (outcome.enqueued && outcome.leased && lease !== undefined && event !== undefined) {
+      lease.take(leasedEvent(event, row, outcome.seq, lease, signingKey!), outcome.behind);
+      return;
+    }
+    lease?.release();
     // A repeat finds the state update enqueued by the try whose reply was lost.
-    if (enqueued || (enqueue && repeated)) this.options.kick?.();
+    if (outcome.enqueued || (enqueue && repeated)) this.options.kick?.();
   }
+
+  /** The signing key of `row`'s project for a state update enqueued leased; undefined: enqueue it free. */
+  private async leaseKey(row: CallRow): Promise<string | undefined> {
+    try {
+      return await (this.options.signingKeys?.get(row.projectId) ??
+        signingKeyOf(this.options.db, row.projectId));
+    } catch (err) {
+      this.options.log.warn({ err, call: callName(row) }, "signing key not read; the state update goes free");
+      return undefined;
+    }
+  }
+}
+
+/** A state update enqueued leased to the worker, as a claim would have returned it. */
+function leasedEvent(
+  event: WebhookToEnqueue & { id: string },
+  row: CallRow,
+  seq: number,
+  lease: EnqueueLease,
+  signingKey: string,
+): ClaimedEvent {
+  return {
+    signingKey,
+    event: {
+      id: event.id,
+      seq,
+      projectId: event.projectId,
+      eventType: event.eventType,
+      orderingKey: event.orderingKey ?? null,
+      uris: [...event.uris],
+      body: event.body,
+      state: "PENDING",
+      attemptCount: 0,
+      nextAttemptTime: event.now,
+      leaseOwner: lease.owner,
+      leaseExpireTime: lease.expiry,
+      createTime: event.now,
+      completeTime: null,
+      callId: row.id,
+    },
+  };
 }

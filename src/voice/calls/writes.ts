@@ -11,7 +11,10 @@
  * depends on which columns a patch sets, a handful of shapes. A statement
  * may be sent again after its reply was lost (engine.ts): the update sets
  * the same values, and the state update, under the same id, is inserted
- * once. The signing key read before every call-control request is one too.
+ * once. Given a lease of the process's webhook worker, the state update is
+ * written leased to it (see textOf) and the worker delivers it from memory
+ * (src/events/worker.ts, EnqueueLease). The signing key read before every
+ * call-control request is one too.
  * Transitions are committed in groups (../../db/group-commit.ts): those of
  * the calls that moved in one turn of the event loop, one transaction.
  */
@@ -29,11 +32,21 @@ const COLUMN_NAMES = new Map(Object.entries(getTableColumns(calls)).map(([key, c
 
 const NOT_TERMINAL = `state not in ('COMPLETED', 'FAILED', 'NOT_ANSWERED', 'BUSY', 'REJECTED')`;
 
-/** Statement texts by the patch's columns (and whether it enqueues). */
+/** Statement texts by the patch's columns (and whether it enqueues, and whether leased). */
 const texts = new Map<string, string>();
 
-function textOf(keys: readonly string[], enqueue: boolean): string {
-  const signature = `${enqueue ? "+" : "-"}${keys.join(",")}`;
+/**
+ * The statement of a patch of `keys`. Enqueuing, its parameters after the
+ * patch's and the call's id are the event's id, project, type, ordering key,
+ * URI, body and time; leased (`lease`), two more: the worker and the lease's
+ * expiry. A leased text writes the event leased to that worker when nothing
+ * of its key is pending (so it is its key's head: no claim would wait for
+ * anything before it), free otherwise, and returns its seq and whether it
+ * was leased. Leased and free are two texts, not a parameter that switches a
+ * part off: each keeps one plan (repository.ts, FINISH_ROUNDS).
+ */
+function textOf(keys: readonly string[], enqueue: boolean, lease: boolean): string {
+  const signature = `${enqueue ? (lease ? "L" : "+") : "-"}${keys.join(",")}`;
   let text = texts.get(signature);
   if (text !== undefined) return text;
   const set = keys
@@ -46,7 +59,7 @@ function textOf(keys: readonly string[], enqueue: boolean): string {
   const id = `$${keys.length + 1}`;
   const update = `update calls set ${set} where id = ${id} and ${NOT_TERMINAL}`;
   if (!enqueue) text = update;
-  else {
+  else if (!lease) {
     const n = keys.length + 1;
     const p = (i: number) => `$${n + i}`;
     text = `with changed as (${update} returning id),
@@ -56,6 +69,22 @@ function textOf(keys: readonly string[], enqueue: boolean): string {
           'PENDING', 0, ${p(7)}::timestamptz, ${p(7)}::timestamptz, ${id}::text
         from changed on conflict (id) do nothing returning id)
       select id from e`;
+  } else {
+    const n = keys.length + 1;
+    const p = (i: number) => `$${n + i}`;
+    text = `with changed as (${update} returning id),
+      head as (select count(*) filter (where coalesce(w.lease_owner, '') <> ${p(8)}::text) = 0 as mine,
+          count(*) > 0 as behind
+        from webhook_events w
+        where w.project_id = ${p(2)}::text and w.ordering_key = ${p(4)}::text and w.state = 'PENDING'),
+      e as (insert into webhook_events
+        (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id,
+          lease_owner, lease_expire_time)
+        select ${p(1)}::text, ${p(2)}::text, ${p(3)}::text, ${p(4)}::text, array[${p(5)}::text], ${p(6)}::text,
+          'PENDING', 0, ${p(7)}::timestamptz, ${p(7)}::timestamptz, ${id}::text,
+          case when head.mine then ${p(8)}::text end, case when head.mine then ${p(9)}::timestamptz end
+        from changed, head on conflict (id) do nothing returning id, seq, lease_owner)
+      select e.id, e.seq::float8, e.lease_owner is not null, head.behind from e, head`;
   }
   texts.set(signature, text);
   return text;
@@ -76,23 +105,35 @@ function param(value: unknown): Param {
 }
 
 /**
+ * What a transition enqueued: nothing, or its state update, free or leased
+ * (its seq, and whether pending events of its key, all leased to the same
+ * worker, were before it).
+ */
+export type Enqueued =
+  | { enqueued: false }
+  | { enqueued: true; leased: false }
+  | { enqueued: true; leased: true; seq: number; behind: boolean };
+
+/**
  * Writes `patch` to `row`'s call while it is not terminal and, given a
- * state update (`event`, one URI), enqueues it when the row was written.
- * Resolves true when the state update was enqueued.
+ * state update (`event`, one URI), enqueues it when the row was written:
+ * leased to `lease.owner` until `lease.expiry` when given and every pending
+ * event of its key is that owner's (see textOf).
  */
 export async function writeTransition(
   db: Db,
   row: Pick<CallRow, "id">,
   patch: Patch,
   event: (WebhookToEnqueue & { id: string }) | undefined,
-): Promise<boolean> {
+  lease?: { owner: string; expiry: Date },
+): Promise<Enqueued> {
   const keys = Object.keys(patch).filter((k) => patch[k as keyof Patch] !== undefined);
-  if (keys.length === 0) return false;
+  if (keys.length === 0) return { enqueued: false };
   const params: Param[] = keys.map((k) => param(patch[k as keyof Patch]));
   params.push(row.id);
   if (event === undefined) {
-    await groupedRows(db, textOf(keys, false), params);
-    return false;
+    await groupedRows(db, textOf(keys, false, false), params);
+    return { enqueued: false };
   }
   params.push(
     event.id,
@@ -103,8 +144,16 @@ export async function writeTransition(
     event.body,
     event.now.toISOString(),
   );
-  const rows = await groupedRows(db, textOf(keys, true), params);
-  return rows.length > 0;
+  if (lease === undefined || event.orderingKey === undefined) {
+    const rows = await groupedRows(db, textOf(keys, true, false), params);
+    return rows.length > 0 ? { enqueued: true, leased: false } : { enqueued: false };
+  }
+  params.push(lease.owner, lease.expiry.toISOString());
+  const [enqueued] = await groupedRows(db, textOf(keys, true, true), params);
+  if (enqueued === undefined) return { enqueued: false };
+  return enqueued[2] === true
+    ? { enqueued: true, leased: true, seq: Number(enqueued[1]), behind: enqueued[3] === true }
+    : { enqueued: true, leased: false };
 }
 
 /** The project's current signing key (read each time: a rotation applies at once); undefined when no such project. */
