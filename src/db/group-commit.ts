@@ -38,6 +38,7 @@ import type { ReservedSql, Sql } from "postgres";
 import { timedStatement } from "../observability/metrics.js";
 import type { DbOrTx } from "./client.js";
 import { directRows, fixedRows } from "./direct.js";
+import { sentByDatabase } from "./transient.js";
 
 /** Transactions in flight at once: the writer's connections. */
 export const LANES = 2;
@@ -52,12 +53,6 @@ interface Write {
 }
 
 type Outcome = { ok: true; rows: unknown[][] } | { ok: false; err: unknown };
-
-/** An error the database sent (it has a SQLSTATE and a severity): the connection is fine. */
-function fromDatabase(err: unknown): boolean {
-  const e = err as { severity?: unknown; code?: unknown } | null;
-  return typeof e?.severity === "string" && typeof e.code === "string";
-}
 
 class GroupCommit {
   private queue: Write[] = [];
@@ -105,7 +100,7 @@ class GroupCommit {
       return;
     }
     const errors = settled.flatMap((o) => (o.ok ? [] : [o.err]));
-    if (errors.some((e) => e === rolledBack || fromDatabase(e))) {
+    if (errors.some((e) => e === rolledBack || sentByDatabase(e))) {
       // The database refused something: the transaction was rolled back, nothing of it
       // written. Each alone, with its own outcome.
       await Promise.all(batch.map((w) => this.alone(w)));
@@ -146,7 +141,7 @@ class GroupCommit {
     });
     const watch = <T>(query: Promise<T>): Promise<T> => {
       query.catch((err: unknown) => {
-        if (!fromDatabase(err)) lost(err);
+        if (!sentByDatabase(err)) lost(err);
       });
       return query;
     };

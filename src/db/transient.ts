@@ -30,6 +30,16 @@ export function isTransientDatabaseError(err: unknown): boolean {
 }
 
 /**
+ * An error the database sent (it has a SQLSTATE and a severity), not one of
+ * the connection: the server ran the statement and refused it, so its
+ * transaction did not commit.
+ */
+export function sentByDatabase(err: unknown): boolean {
+  const e = err as { severity?: unknown; code?: unknown } | null;
+  return typeof e?.severity === "string" && typeof e.code === "string";
+}
+
+/**
  * SQLSTATE classes 08 (connection exception) and 53 (insufficient
  * resources), 57P01-57P03 (shutting down, cannot connect now), 25P03 and
  * 57P05 (the server ended a session idle too long, in a transaction or

@@ -59,7 +59,7 @@ import {
   type PostProcessingValue,
   type StoredCallRecording,
 } from "../../db/schema/index.js";
-import { transientDatabaseError } from "../../db/transient.js";
+import { sentByDatabase, transientDatabaseError } from "../../db/transient.js";
 import { changeWithWebhook } from "../../events/outbox.js";
 import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
@@ -469,7 +469,7 @@ export class CallsDomain {
       for (const outcome of await Promise.all(outcomes)) {
         if (outcome !== undefined) {
           // An error the database sent: the transaction was rolled back.
-          if (fromDatabase(outcome)) queued?.release();
+          if (sentByDatabase(outcome)) queued?.release();
           else queued?.lost();
           throw outcome;
         }
@@ -541,12 +541,6 @@ export class CallsDomain {
 }
 
 /** `p`'s rejection as its value (undefined when it resolved): read later, never unhandled. */
-/** An error the database sent (a SQLSTATE and a severity), not the connection's. */
-function fromDatabase(err: unknown): boolean {
-  const e = err as { severity?: unknown; code?: unknown } | null;
-  return typeof e?.severity === "string" && typeof e.code === "string";
-}
-
 function settled(p: Promise<unknown>): Promise<unknown> {
   return p.then(
     () => undefined,

@@ -39,10 +39,11 @@ const texts = new Map<string, string>();
  * The statement of a patch of `keys`. Enqueuing, its parameters after the
  * patch's and the call's id are the event's id, project, type, ordering key,
  * URI, body and time; leased (`lease`), two more: the worker and the lease's
- * expiry. A leased text writes the event leased to that worker when nothing
- * of its key is pending (so it is its key's head: no claim would wait for
- * anything before it), free otherwise, and returns its seq and whether it
- * was leased. Leased and free are two texts, not a parameter that switches a
+ * expiry. A leased text writes the event leased to that worker when every
+ * pending event of its key is that worker's too (or there is none: it is its
+ * key's head), free otherwise; it returns its seq, whether it was leased, and
+ * whether pending events of its key were before it (the worker delivers it
+ * after them: worker.ts, EnqueueLease). Leased and free are two texts, not a parameter that switches a
  * part off: each keeps one plan (repository.ts, FINISH_ROUNDS).
  */
 function textOf(keys: readonly string[], enqueue: boolean, lease: boolean): string {
