@@ -44,27 +44,34 @@ export const WEBHOOKS_CHANNEL = "switchboard_webhooks";
 const CALL_NAME = /^projects\/[^/]+\/calls\/([^/]+)$/;
 
 /**
- * Writes a webhook event in the caller's transaction (or, given a `db`, on
- * its own). Returns the event id, which receivers see as `webhook-id`.
+ * The columns of a new pending event `id` for `event`, as enqueued: due at
+ * once, no round made yet, no lease.
  */
-export async function enqueueWebhook(tx: DbOrTx, event: WebhookToEnqueue): Promise<string> {
-  if (event.uris.length === 0) throw new Error("a webhook needs at least one URI");
-  const id = newResourceId();
-  const insert = tx.insert(webhookEvents).values({
+export function pendingEvent(id: string, event: WebhookToEnqueue) {
+  return {
     id,
     projectId: event.projectId,
     eventType: event.eventType,
     orderingKey: event.orderingKey ?? null,
     uris: [...event.uris],
     body: event.body,
-    state: "PENDING",
+    state: "PENDING" as const,
     attemptCount: 0,
     nextAttemptTime: event.now,
     createTime: event.now,
     // A call's state updates are ordered by its name: the inspector filters on it.
     callId: CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null,
-  });
-  await insert;
+  };
+}
+
+/**
+ * Writes a webhook event in the caller's transaction (or, given a `db`, on
+ * its own). Returns the event id, which receivers see as `webhook-id`.
+ */
+export async function enqueueWebhook(tx: DbOrTx, event: WebhookToEnqueue): Promise<string> {
+  if (event.uris.length === 0) throw new Error("a webhook needs at least one URI");
+  const id = newResourceId();
+  await tx.insert(webhookEvents).values(pendingEvent(id, event));
   return id;
 }
 

@@ -37,6 +37,27 @@ const config = (batchSize = 10) =>
     WEBHOOKS_BATCH_SIZE: String(batchSize),
   });
 
+/** A started worker (unless `running` is false) and an engine whose state updates are leased to it, on `db`. */
+function workerAndEngine(
+  db: Db,
+  clock: TestClock,
+  batchSize?: number,
+  running = true,
+): { worker: WebhookWorker; engine: CallEngine } {
+  const log = createLogger("silent");
+  const worker = new WebhookWorker({ db, clock, config: config(batchSize).webhooks, log });
+  if (running) worker.start();
+  const engine = createCallEngine({
+    config: config(batchSize),
+    clock,
+    log,
+    db,
+    kickWebhooks: () => worker.kick(),
+    webhookLeases: worker,
+  });
+  return { worker, engine };
+}
+
 /** A QUEUED outgoing call of `project` whose state updates go to `uri`. */
 async function newCall(db: Db, project: string, uri: string): Promise<CallRow> {
   const [row] = await db
@@ -71,6 +92,25 @@ async function eventsOf(db: Db, row: CallRow) {
   return rows.sort((a, b) => Number(a.seq) - Number(b.seq));
 }
 
+/** Waits (real time, up to 5 s) until the call's second state update holds no lease. */
+async function secondFreed(db: Db, row: CallRow) {
+  let events = await eventsOf(db, row);
+  for (let i = 0; i < 500 && events[1]?.leaseOwner !== null; i++) {
+    await sleep(10);
+    events = await eventsOf(db, row);
+  }
+  return events;
+}
+
+/** A promise the test resolves (`answer`) when a held receiver may answer. */
+function gate(): { held: Promise<void>; answer: () => void } {
+  let answer: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    answer = resolve;
+  });
+  return { held, answer };
+}
+
 /** Waits (real time, up to 5 s) until every state update of the call left PENDING. */
 async function settled(db: Db, row: CallRow) {
   let rows = await eventsOf(db, row);
@@ -96,17 +136,7 @@ describe.each(testDatabases())("state updates enqueued leased to the worker on $
   });
 
   function start(batchSize?: number, running = true): void {
-    const log = createLogger("silent");
-    worker = new WebhookWorker({ db: database.db, clock, config: config(batchSize).webhooks, log });
-    if (running) worker.start();
-    engine = createCallEngine({
-      config: config(batchSize),
-      clock,
-      log,
-      db: database.db,
-      kickWebhooks: () => worker.kick(),
-      webhookLeases: worker,
-    });
+    ({ worker, engine } = workerAndEngine(database.db, clock, batchSize, running));
   }
   afterEach(async () => {
     await engine?.stop();
@@ -138,10 +168,7 @@ describe.each(testDatabases())("state updates enqueued leased to the worker on $
     const project = await newProject(database.db);
     const row = await newCall(database.db, project, `${receiver.base}/state`);
     // The receiver holds its answer to the first update until the second is written.
-    let answer: () => void = () => {};
-    const held = new Promise<void>((resolve) => {
-      answer = resolve;
-    });
+    const { held, answer } = gate();
     receiver.handle((req, res) => {
       if (req.body.includes('"STARTING"')) void held.then(() => res.end("ok"));
       else res.end("ok");
@@ -168,10 +195,7 @@ describe.each(testDatabases())("state updates enqueued leased to the worker on $
     start();
     const project = await newProject(database.db);
     const row = await newCall(database.db, project, `${receiver.base}/state`);
-    let answer: () => void = () => {};
-    const held = new Promise<void>((resolve) => {
-      answer = resolve;
-    });
+    const { held, answer } = gate();
     // The first update's first round fails (after the second is written), its retry succeeds.
     let failures = 0;
     receiver.handle((req, res) => {
@@ -187,11 +211,7 @@ describe.each(testDatabases())("state updates enqueued leased to the worker on $
     await engine.write({ ...row, state: "RINGING" }, { state: "RINGING" });
     answer();
     // The first waits for its retry; the second, released, waits for the first (no claim takes it).
-    let events = await eventsOf(database.db, row);
-    for (let i = 0; i < 500 && events[1]?.leaseOwner !== null; i++) {
-      await sleep(10);
-      events = await eventsOf(database.db, row);
-    }
+    const events = await secondFreed(database.db, row);
     expect(events.map((e) => [e.state, e.attemptCount, e.leaseOwner])).toEqual([
       ["PENDING", 1, null],
       ["PENDING", 0, null],
@@ -290,17 +310,7 @@ describePostgres("a leased state update whose transition's reply was lost (Postg
   });
 
   it("is taken back by its lease and delivered once", async () => {
-    const log = createLogger("silent");
-    const worker = new WebhookWorker({ db: proxied.db, clock, config: config().webhooks, log });
-    worker.start();
-    const engine = createCallEngine({
-      config: config(),
-      clock,
-      log,
-      db: proxied.db,
-      kickWebhooks: () => worker.kick(),
-      webhookLeases: worker,
-    });
+    const { worker, engine } = workerAndEngine(proxied.db, clock);
     try {
       const project = await newProject(direct.db);
       const row = await newCall(direct.db, project, `${receiver.base}/state`);
@@ -324,21 +334,8 @@ describePostgres("a leased state update whose transition's reply was lost (Postg
   });
 
   it("behind its key's update in flight, is set free by the take-back and goes out after that one", async () => {
-    const log = createLogger("silent");
-    const worker = new WebhookWorker({ db: proxied.db, clock, config: config().webhooks, log });
-    worker.start();
-    const engine = createCallEngine({
-      config: config(),
-      clock,
-      log,
-      db: proxied.db,
-      kickWebhooks: () => worker.kick(),
-      webhookLeases: worker,
-    });
-    let answer: () => void = () => {};
-    const held = new Promise<void>((resolve) => {
-      answer = resolve;
-    });
+    const { worker, engine } = workerAndEngine(proxied.db, clock);
+    const { held, answer } = gate();
     receiver.handle((req, res) => {
       if (req.body.includes('"STARTING"')) void held.then(() => res.end("ok"));
       else res.end("ok");
@@ -353,11 +350,7 @@ describePostgres("a leased state update whose transition's reply was lost (Postg
       await engine.write({ ...row, state: "RINGING" }, { state: "RINGING" });
       expect(proxy.lost()).toBe(lostBefore + 1);
       // Taken back while the first is in flight: not its key's head, so set free, not delivered.
-      let events = await eventsOf(direct.db, row);
-      for (let i = 0; i < 500 && events[1]?.leaseOwner !== null; i++) {
-        await sleep(10);
-        events = await eventsOf(direct.db, row);
-      }
+      const events = await secondFreed(direct.db, row);
       expect(events.map((e) => [e.state, e.leaseOwner])).toEqual([
         ["PENDING", worker.id],
         ["PENDING", null],

@@ -48,7 +48,7 @@ import type { Db } from "../../db/client.js";
 import { type CallRow, type CallStateValue, calls } from "../../db/schema/index.js";
 import { isTransientDatabaseError, retryWhileTransient } from "../../db/transient.js";
 import type { DeliveryOptions } from "../../events/delivery.js";
-import { enqueueWebhook, type WebhookToEnqueue } from "../../events/outbox.js";
+import { enqueueWebhook, pendingEvent, type WebhookToEnqueue } from "../../events/outbox.js";
 import type { ClaimedEvent } from "../../events/repository.js";
 import type { EnqueueLease, WebhookWorker } from "../../events/worker.js";
 import type { Logger } from "../../log.js";
@@ -192,7 +192,7 @@ export class CallEngine {
       expiry: lease.expiry,
       release: () => lease.release(),
       lost: () => lease.lost(),
-      take: (seq: number) => lease.take(leasedEvent(event, row, seq, lease, signingKey), false),
+      take: (seq: number) => lease.take(leasedEvent(event, seq, lease, signingKey), false),
     };
   }
 
@@ -499,7 +499,7 @@ export class CallEngine {
       throw err;
     }
     if (outcome.enqueued && outcome.leased && lease !== undefined && event !== undefined) {
-      lease.take(leasedEvent(event, row, outcome.seq, lease, signingKey!), outcome.behind);
+      lease.take(leasedEvent(event, outcome.seq, lease, signingKey!), outcome.behind);
       return;
     }
     lease?.release();
@@ -522,7 +522,6 @@ export class CallEngine {
 /** A state update enqueued leased to the worker, as a claim would have returned it. */
 function leasedEvent(
   event: WebhookToEnqueue & { id: string },
-  row: CallRow,
   seq: number,
   lease: EnqueueLease,
   signingKey: string,
@@ -530,21 +529,11 @@ function leasedEvent(
   return {
     signingKey,
     event: {
-      id: event.id,
+      ...pendingEvent(event.id, event),
       seq,
-      projectId: event.projectId,
-      eventType: event.eventType,
-      orderingKey: event.orderingKey ?? null,
-      uris: [...event.uris],
-      body: event.body,
-      state: "PENDING",
-      attemptCount: 0,
-      nextAttemptTime: event.now,
       leaseOwner: lease.owner,
       leaseExpireTime: lease.expiry,
-      createTime: event.now,
       completeTime: null,
-      callId: row.id,
     },
   };
 }
