@@ -80,9 +80,16 @@ export async function enqueueWebhook(tx: DbOrTx, event: WebhookToEnqueue): Promi
  * RETURNING clause) and, when it returned a row, enqueues `event`: the
  * change and its event commit together, in
  * one round trip. The statement's rows: one when the event was enqueued,
- * none otherwise (`rowsOf`).
+ * none otherwise (`rowsOf`), with its `id` and `seq`. Given `leased`, the
+ * event is `leased.id`, written leased to `leased.owner` until
+ * `leased.expiry` (the caller knows nothing of its key is pending: a new
+ * call's first update; worker.ts, EnqueueLease).
  */
-export function changeWithWebhook(change: SQL, event: WebhookToEnqueue): SQL {
+export function changeWithWebhook(
+  change: SQL,
+  event: WebhookToEnqueue,
+  leased?: { id: string; owner: string; expiry: Date },
+): SQL {
   if (event.uris.length === 0) throw new Error("a webhook needs at least one URI");
   const uris = sql.join(
     event.uris.map((u) => sql`${u}::text`),
@@ -90,13 +97,15 @@ export function changeWithWebhook(change: SQL, event: WebhookToEnqueue): SQL {
   );
   const now = event.now.toISOString();
   return sql`with changed as (${change}), e as (insert into ${webhookEvents}
-      (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id)
-      select ${newResourceId()}::text, ${event.projectId}::text, ${event.eventType}::text, ${event.orderingKey ?? null}::text,
+      (id, project_id, event_type, ordering_key, uris, body, state, attempt_count, next_attempt_time, create_time, call_id,
+        lease_owner, lease_expire_time)
+      select ${leased?.id ?? newResourceId()}::text, ${event.projectId}::text, ${event.eventType}::text, ${event.orderingKey ?? null}::text,
         array[${uris}], ${event.body}::text, 'PENDING', 0, ${now}::timestamptz, ${now}::timestamptz,
-        ${CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null}::text
+        ${CALL_NAME.exec(event.orderingKey ?? "")?.[1] ?? null}::text,
+        ${leased?.owner ?? null}::text, ${leased?.expiry.toISOString() ?? null}::timestamptz
       from (select 1 from changed limit 1) as c
-      returning id)
-    select id from e`;
+      returning id, seq)
+    select id, seq::float8 as seq from e`;
 }
 
 /** The rows of `db.execute`: an array on postgres.js, `{ rows }` on PGlite. */

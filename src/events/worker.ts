@@ -283,6 +283,14 @@ export class WebhookWorker {
     return this.running && this.room() > 0;
   }
 
+  /**
+   * The events this worker holds: in flight, waiting behind their key's, or
+   * reserved for an enqueue not yet settled (EnqueueLease). 0 when idle.
+   */
+  get held(): number {
+    return this.inFlight;
+  }
+
   /** How many more events the loop may claim now. */
   private room(): number {
     return BATCHES_IN_FLIGHT * this.options.config.batchSize - this.inFlight;

@@ -13,7 +13,7 @@ import { Calls } from "../../gen/enfonica/voice/v1beta1/calls_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { calls } from "../../src/db/schema/index.js";
 import { errorReason, expectCode } from "../support/app.js";
-import { callHarness } from "../support/calls.js";
+import { callHarness, sleep } from "../support/calls.js";
 import { testDatabases, useTestDatabase } from "../support/db.js";
 
 describe.each(testDatabases())("calls in flight on $name", (backend) => {
@@ -51,6 +51,12 @@ describe.each(testDatabases())("calls in flight on $name", (backend) => {
       if (r.status === "rejected") expect(errorReason(r.reason)).toBe("CONCURRENT_CALL_LIMIT");
     }
     expect(await callsOf(project)).toHaveLength(2);
+    // The refused creates' state updates were to be leased to the worker: each lease was given
+    // back, and the admitted calls' updates delivered, so the worker holds nothing once idle.
+    const worker = harness.app.webhooks!;
+    for (let i = 0; i < 500 && worker.held > 0; i++) await sleep(10);
+    expect(worker.held).toBe(0);
+    expect(worker.taken.enqueue).toBeGreaterThan(0);
   });
 
   it("replays a keyed CreateCall without a second call, also at the cap", async () => {

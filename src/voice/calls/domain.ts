@@ -59,8 +59,8 @@ import {
   type PostProcessingValue,
   type StoredCallRecording,
 } from "../../db/schema/index.js";
-import { sentByDatabase, transientDatabaseError } from "../../db/transient.js";
-import { changeWithWebhook } from "../../events/outbox.js";
+import { isTransientDatabaseError, sentByDatabase, transientDatabaseError } from "../../db/transient.js";
+import { changeWithWebhook, rowsOf } from "../../events/outbox.js";
 import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
 import type { PhoneNumberInstance } from "../../numbering/phone-number-instances/model.js";
@@ -482,30 +482,51 @@ export class CallsDomain {
       );
       return inserted;
     }
-    const row = await this.db.transaction(async (tx) => {
-      const insert = tx.insert(calls).values(inserted);
-      // The QUEUED state update, in the same statement (so transaction) as the call.
-      if (inserted.stateUpdateUri === "") await insert;
-      else {
-        await tx.execute(
-          changeWithWebhook(insert.returning({ id: calls.id }).getSQL(), {
-            projectId,
-            eventType: "CALL_STATE_UPDATE",
-            uris: [inserted.stateUpdateUri],
-            body: callJson(inserted),
-            orderingKey: callName(inserted),
-            now,
-          }),
-        );
-      }
-      // Idempotency-Key (src/api/idempotency/): committed with the call.
-      await recordCreated(tx, callName(inserted));
-      // Last: the project's admissions wait for each other from here to the commit only.
-      await admitCall(tx, projectId, this.limits.concurrentCalls ?? 0);
-      return inserted;
-    });
+    const queued = inserted.stateUpdateUri === "" ? undefined : await this.engine.leaseQueued?.(inserted);
+    let seq: number | undefined;
+    const row = await this.db
+      .transaction(async (tx) => {
+        const insert = tx.insert(calls).values(inserted);
+        // The QUEUED state update, in the same statement (so transaction) as the call.
+        if (inserted.stateUpdateUri === "") await insert;
+        else {
+          const enqueued = rowsOf<{ seq: number }>(
+            await tx.execute(
+              changeWithWebhook(
+                insert.returning({ id: calls.id }).getSQL(),
+                {
+                  projectId,
+                  eventType: "CALL_STATE_UPDATE",
+                  uris: [inserted.stateUpdateUri],
+                  body: queued?.body ?? callJson(inserted),
+                  orderingKey: callName(inserted),
+                  now,
+                },
+                queued,
+              ),
+            ),
+          );
+          seq = enqueued[0] === undefined ? undefined : Number(enqueued[0].seq);
+        }
+        // Idempotency-Key (src/api/idempotency/): committed with the call.
+        await recordCreated(tx, callName(inserted));
+        // Last: the project's admissions wait for each other from here to the commit only.
+        await admitCall(tx, projectId, this.limits.concurrentCalls ?? 0);
+        return inserted;
+      })
+      .catch((err: unknown) => {
+        // Whether it committed is unknown only when the connection failed on the way.
+        if (isTransientDatabaseError(err)) queued?.lost();
+        else queued?.release();
+        throw err;
+      });
+    if (queued !== undefined && seq === undefined) queued.lost();
     // After the commit: the engine drives the call from here.
-    this.engine.start(row);
+    this.engine.start(
+      row,
+      undefined,
+      queued === undefined || seq === undefined ? undefined : { lease: queued, seq },
+    );
     return row;
   }
 
