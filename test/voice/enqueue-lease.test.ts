@@ -7,7 +7,9 @@
  * of its key the update goes free, and the key's order holds (the
  * hand-over delivers it). A worker that does not run or has no room grants
  * no lease. A transition whose reply was lost may have committed its update
- * leased: the worker takes it back by its lease and delivers it once.
+ * leased: the worker takes it back by its lease and delivers it once. What
+ * a worker that died held leased goes out through another worker once the
+ * leases expire, in the call's order.
  *
  * Real parts: the database (both backends; the lost reply on PostgreSQL
  * behind a TCP proxy), the engine's own write, a worker, a real receiver.
@@ -22,6 +24,7 @@ import { WebhookWorker } from "../../src/events/worker.js";
 import { createLogger } from "../../src/log.js";
 import { createCallEngine } from "../../src/services.js";
 import type { CallEngine } from "../../src/voice/calls/engine.js";
+import { writeTransition } from "../../src/voice/calls/writes.js";
 import { newProject, testConfig } from "../support/app.js";
 import { sleep } from "../support/calls.js";
 import { TestClock } from "../support/clock.js";
@@ -284,6 +287,42 @@ describe.each(testDatabases())("state updates enqueued leased to the worker on $
     expect(worker.hasRoom()).toBe(true);
     await worker.stop();
     expect(worker.leaseForEnqueue()).toBeUndefined();
+  });
+
+  it("held by a worker that died before delivering, goes out through another once the lease expires, in order", async () => {
+    // Worker A leases two state updates of a call and dies before taking either (its process gone).
+    const a = workerAndEngine(database.db, clock).worker;
+    const project = await newProject(database.db);
+    const row = await newCall(database.db, project, `${receiver.base}/state`);
+    const key = `projects/${row.projectId}/calls/${row.id}`;
+    const leased = [];
+    for (const state of ["STARTING", "RINGING"] as const) {
+      const lease = a.leaseForEnqueue()!;
+      const event = {
+        id: `e-${randomBytes(6).toString("hex")}`,
+        projectId: row.projectId,
+        eventType: "CALL_STATE_UPDATE" as const,
+        uris: [`${receiver.base}/state`],
+        body: JSON.stringify({ state }),
+        orderingKey: key,
+        now: clock.now(),
+      };
+      leased.push(await writeTransition(database.db, row, { state }, event, lease));
+    }
+    expect(leased).toEqual([
+      { enqueued: true, leased: true, seq: expect.any(Number), behind: false },
+      { enqueued: true, leased: true, seq: expect.any(Number), behind: true },
+    ]);
+    await a.stop();
+
+    // Worker B takes nothing while A's leases run, then both, in the call's order.
+    ({ worker, engine } = workerAndEngine(database.db, clock, 10, false));
+    expect(await worker.runOnce()).toBe(0);
+    clock.advance(config().webhooks.leaseSeconds * 1000 + 1000);
+    expect(await worker.runOnce()).toBe(1);
+    expect(await worker.runOnce()).toBe(1);
+    expect(await received(receiver, 2)).toEqual(["STARTING", "RINGING"]);
+    expect((await settled(database.db, row)).map((e) => e.state)).toEqual(["DELIVERED", "DELIVERED"]);
   });
 });
 
