@@ -63,7 +63,7 @@ export const webhookDeliveriesTotal = new Counter({
 
 export const webhookEventsTakenTotal = new Counter({
   name: "switchboard_webhook_events_taken_total",
-  help: "Webhook rounds a worker took to deliver, by how: claim, hand_over (a recording passed on its key's next event), enqueue (enqueued leased to the worker) or reclaim (a claim whose reply was lost).",
+  help: "Webhook rounds a worker took to deliver, by how: claim, hand_over (a recording passed on its key's next event), enqueue (enqueued leased to the worker) or reclaim (taken back after the reply to the statement that leased it was lost: a claim's or an enqueue's).",
   labelNames: ["how"] as const,
   registers: [registry],
 });
