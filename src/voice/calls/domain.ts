@@ -59,7 +59,7 @@ import {
   type PostProcessingValue,
   type StoredCallRecording,
 } from "../../db/schema/index.js";
-import { isTransientDatabaseError, sentByDatabase, transientDatabaseError } from "../../db/transient.js";
+import { isTransientDatabaseError, transientDatabaseError } from "../../db/transient.js";
 import { changeWithWebhook, rowsOf } from "../../events/outbox.js";
 import { capabilityRefusal } from "../../numbering/capabilities.js";
 import type { PhoneNumberInstancesDomain } from "../../numbering/phone-number-instances/domain.js";
@@ -408,6 +408,8 @@ export class CallsDomain {
   /** Inserts the call (its QUEUED state update, its admission) and, once committed, starts it. */
   private async insert(inserted: CallRow): Promise<CallRow> {
     const { projectId, createTime: now } = inserted;
+    // The QUEUED state update leased to the engine's worker, when it can take it.
+    const queued = inserted.stateUpdateUri === "" ? undefined : await this.engine.leaseQueued?.(inserted);
     const client = directClientOf(this.db);
     if (client !== undefined && !hasCreateToRecord()) {
       // No Idempotency-Key to record: the same transaction on the client
@@ -426,7 +428,6 @@ export class CallsDomain {
         now.toISOString(),
         inserted.engineId,
       ];
-      const queued = inserted.stateUpdateUri === "" ? undefined : await this.engine.leaseQueued?.(inserted);
       const text =
         inserted.stateUpdateUri === ""
           ? INSERT_CALL
@@ -462,27 +463,13 @@ export class CallsDomain {
           // same pipeline (no round trip while the admission lock is held). A
           // statement that fails aborts the transaction, and COMMIT rolls it back.
         })
-        .catch((err: unknown) => {
-          queued?.lost();
-          throw err;
-        });
+        .catch((err: unknown) => createFailed(queued, err));
       for (const outcome of await Promise.all(outcomes)) {
-        if (outcome !== undefined) {
-          // An error the database sent: the transaction was rolled back.
-          if (sentByDatabase(outcome)) queued?.release();
-          else queued?.lost();
-          throw outcome;
-        }
+        if (outcome !== undefined) createFailed(queued, outcome);
       }
-      if (queued !== undefined && seq === undefined) queued.lost();
-      this.engine.start(
-        inserted,
-        undefined,
-        queued === undefined || seq === undefined ? undefined : { lease: queued, seq },
-      );
+      this.started(inserted, queued, seq);
       return inserted;
     }
-    const queued = inserted.stateUpdateUri === "" ? undefined : await this.engine.leaseQueued?.(inserted);
     let seq: number | undefined;
     const row = await this.db
       .transaction(async (tx) => {
@@ -514,20 +501,19 @@ export class CallsDomain {
         await admitCall(tx, projectId, this.limits.concurrentCalls ?? 0);
         return inserted;
       })
-      .catch((err: unknown) => {
-        // Whether it committed is unknown only when the connection failed on the way.
-        if (isTransientDatabaseError(err)) queued?.lost();
-        else queued?.release();
-        throw err;
-      });
+      .catch((err: unknown) => createFailed(queued, err));
+    this.started(row, queued, seq);
+    return row;
+  }
+
+  /** After the commit: the engine drives the call from here, and its worker takes the leased QUEUED update. */
+  private started(row: CallRow, queued: QueuedLease | undefined, seq: number | undefined): void {
     if (queued !== undefined && seq === undefined) queued.lost();
-    // After the commit: the engine drives the call from here.
     this.engine.start(
       row,
       undefined,
       queued === undefined || seq === undefined ? undefined : { lease: queued, seq },
     );
-    return row;
   }
 
   async get(name: string): Promise<CallRow> {
@@ -559,6 +545,17 @@ export class CallsDomain {
           .limit(limit),
     );
   }
+}
+
+/**
+ * A create that failed with `err`: its QUEUED lease is given back, or, when
+ * whether it committed is unknown (the connection failed on the way, the
+ * server cancelled it), left to the worker's take-back. Throws `err`.
+ */
+function createFailed(queued: QueuedLease | undefined, err: unknown): never {
+  if (isTransientDatabaseError(err)) queued?.lost();
+  else queued?.release();
+  throw err;
 }
 
 /** `p`'s rejection as its value (undefined when it resolved): read later, never unhandled. */
