@@ -211,9 +211,12 @@ describePostgres(
       expect(err?.rawMessage).toBe("the database is unavailable: try again later");
       expect(ms).toBeGreaterThanOrEqual(CONNECT_MS - 2500);
       expect(ms).toBeLessThan(CONNECT_MS + 3000);
+      // The next request is refused without a run of attempts of its own: sooner than any request
+      // that waits through one can be (at least CONNECT_MS - 2.5 s, above). Not a tighter figure:
+      // CI's parallel test files have stretched it to 1.53 s on 2 cores.
       const t1 = performance.now();
       expect((await get())?.code).toBe(Code.Unavailable);
-      expect(performance.now() - t1).toBeLessThan(1500);
+      expect(performance.now() - t1).toBeLessThan(CONNECT_MS - 2500);
       app.proxy.refuse(false);
       expect((await get())?.code).toBe(Code.NotFound);
     });
